@@ -1,0 +1,63 @@
+//! The record shared by every event-trace format (raw ftrace, `trace-cmd report`, `perf script`).
+//!
+//! The common prefix (task, cpu, time, event name) is parsed eagerly; the payload stays raw text
+//! and is parsed on demand by [`crate::payload`], so unknown events cost nothing.
+
+/// One stack frame of a call chain, as printed by `perf script`
+/// (`<addr> <symbol>[+0xOFF] (<dso>)`, FORMATS.md §2.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Frame {
+    /// Instruction address (printed in hex without `0x`; may be 0 or garbage).
+    pub addr: u64,
+    /// Symbol without the `+0x..` offset; `[unknown]` kept as printed.
+    pub symbol: String,
+    /// Offset into the symbol, when printed (`symoff`).
+    pub offset: Option<u64>,
+    /// The DSO from the last parenthesised group, without the parentheses.
+    pub dso: Option<String>,
+}
+
+/// Which text format an [`Event`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `/sys/kernel/tracing/trace` or `trace_pipe` text.
+    Ftrace,
+    /// `trace-cmd report` text.
+    TraceCmd,
+    /// `perf script` text (tracepoints and samples).
+    PerfScript,
+}
+
+/// One event line (plus its call chain for perf script).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// 1-based line of the event's header line in the input.
+    pub line: u64,
+    /// Timestamp in integer nanoseconds, when the format printed one.
+    pub ts_ns: Option<i64>,
+    /// Resolution of the printed timestamp in ns: 1000 for `secs.usecs`, 1 for `--ns` / `-t`.
+    pub ts_res_ns: u32,
+    /// CPU number, when printed.
+    pub cpu: Option<u32>,
+    /// Task name as printed (may contain spaces and dashes; `<...>` and `<idle>` kept).
+    pub comm: String,
+    /// Thread id (ftrace "PID", perf script tid).
+    pub tid: i32,
+    /// Thread group id / process id when printed (ftrace `(tgid)`, perf script `pid/tid`).
+    pub pid: Option<i32>,
+    /// Latency/irq flags as printed (`d..2.`), when the format has them.
+    pub irq_flags: Option<String>,
+    /// Event system, when printed (`lock` in `lock:contention_begin`); ftrace prints none.
+    pub system: Option<String>,
+    /// Event name without system and without trailing `:` (`contention_begin`, `cpu-clock`,
+    /// `cycles:u` keeps its modifier).
+    pub name: String,
+    /// Sample period, when printed.
+    pub period: Option<u64>,
+    /// Everything after the event name, trimmed; empty for samples with call chains.
+    pub payload: String,
+    /// Call chain, innermost frame first (perf script `-g`); empty otherwise.
+    pub callchain: Vec<Frame>,
+    /// Source format.
+    pub source: Source,
+}

@@ -1,0 +1,190 @@
+//! The line reader every format module streams through.
+//!
+//! One reused buffer, 1-based line numbers, `\n` and `\r\n` endings, a hard cap on line length
+//! so a 100 MB line costs no more memory than the cap, and UTF-8 checked per line (a bad line is
+//! a [`LineError`], never a panic, so lenient mode can skip it).
+
+use std::io::BufRead;
+
+use crate::error::{cut, Diagnostic, Error, LineError, Location};
+
+/// Default longest line kept: far above any real trace line (perf script frames with C++
+/// symbols reach a few KiB) and small enough that a hostile line cannot exhaust memory.
+pub const DEFAULT_MAX_LINE_LEN: usize = 1 << 20;
+
+/// A line-by-line reader over any `BufRead`.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    max_line_len: usize,
+    bytes_read: u64,
+}
+
+/// One line as read: its number and either its text or why it cannot be used.
+pub enum Line<'a> {
+    /// A valid line, without its line ending.
+    Text(&'a str),
+    /// A line that could not be decoded (invalid UTF-8, too long).
+    Bad(Diagnostic),
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// Wrap a reader. Lines longer than [`DEFAULT_MAX_LINE_LEN`] are reported as bad.
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: Vec::with_capacity(256),
+            line_no: 0,
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+            bytes_read: 0,
+        }
+    }
+
+    /// Change the line length cap. Default: [`DEFAULT_MAX_LINE_LEN`].
+    pub fn with_max_line_len(mut self, max: usize) -> Self {
+        self.max_line_len = max.max(1);
+        self
+    }
+
+    /// Number of the line last returned (0 before the first).
+    pub fn line_no(&self) -> u64 {
+        self.line_no
+    }
+
+    /// Bytes consumed so far, for progress reporting.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Read the next line. `Ok(None)` at end of input.
+    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, Error> {
+        self.buf.clear();
+        let mut total: u64 = 0;
+        let mut too_long = false;
+        loop {
+            let chunk = self.inner.fill_buf()?;
+            if chunk.is_empty() {
+                break;
+            }
+            let (take, done) = match memchr(b'\n', chunk) {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            total += take as u64;
+            if !too_long {
+                let room = self.max_line_len + 2 - self.buf.len().min(self.max_line_len + 2);
+                if take > room {
+                    too_long = true;
+                    self.buf.clear();
+                } else {
+                    self.buf.extend_from_slice(&chunk[..take]);
+                }
+            }
+            self.inner.consume(take);
+            if done {
+                break;
+            }
+        }
+        if total == 0 {
+            return Ok(None);
+        }
+        self.line_no += 1;
+        self.bytes_read += total;
+        let location = Location {
+            line: self.line_no,
+            col: 1,
+        };
+        if too_long {
+            return Ok(Some(Line::Bad(Diagnostic {
+                location,
+                kind: LineError::LineTooLong {
+                    len: total,
+                    max: self.max_line_len,
+                },
+                line_text: String::new(),
+            })));
+        }
+        let mut end = self.buf.len();
+        if end > 0 && self.buf[end - 1] == b'\n' {
+            end -= 1;
+        }
+        if end > 0 && self.buf[end - 1] == b'\r' {
+            end -= 1;
+        }
+        if end > self.max_line_len {
+            return Ok(Some(Line::Bad(Diagnostic {
+                location,
+                kind: LineError::LineTooLong {
+                    len: end as u64,
+                    max: self.max_line_len,
+                },
+                line_text: String::new(),
+            })));
+        }
+        match std::str::from_utf8(&self.buf[..end]) {
+            Ok(s) => Ok(Some(Line::Text(s))),
+            Err(e) => {
+                let byte = e.valid_up_to();
+                let text = String::from_utf8_lossy(&self.buf[..end]);
+                Ok(Some(Line::Bad(Diagnostic {
+                    location: Location {
+                        line: self.line_no,
+                        col: byte as u32 + 1,
+                    },
+                    kind: LineError::InvalidUtf8 { byte },
+                    line_text: cut(&text, 120),
+                })))
+            }
+        }
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(input: &[u8], max: usize) -> Vec<Result<String, LineError>> {
+        let mut r = LineReader::new(input).with_max_line_len(max);
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            out.push(match l {
+                Line::Text(s) => Ok(s.to_string()),
+                Line::Bad(d) => Err(d.kind),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn lines_crlf_and_missing_final_newline() {
+        let got = collect(b"a\r\nb\n\nc", 100);
+        assert_eq!(
+            got,
+            vec![
+                Ok("a".into()),
+                Ok("b".into()),
+                Ok("".into()),
+                Ok("c".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_too_long_is_reported_and_skipped() {
+        let got = collect(b"12345678\nok\n", 4);
+        assert_eq!(got[0], Err(LineError::LineTooLong { len: 9, max: 4 }));
+        assert_eq!(got[1], Ok("ok".into()));
+    }
+
+    #[test]
+    fn lines_invalid_utf8_names_the_byte() {
+        let got = collect(b"ab\xffc\nok\n", 100);
+        assert_eq!(got[0], Err(LineError::InvalidUtf8 { byte: 2 }));
+        assert_eq!(got[1], Ok("ok".into()));
+    }
+}
