@@ -1,0 +1,5 @@
+//! Frames in, summaries out. One file per analysis.
+
+pub mod diff;
+pub mod report;
+pub mod stat_row;

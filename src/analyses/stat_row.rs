@@ -1,0 +1,102 @@
+//! A typed view of `lock_stats` rows for analyses that match rows one by one.
+
+use polars::prelude::DataFrame;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::frames::schema::lock_stats as c;
+use crate::frames::{i64s, strs, u32s, u64s};
+
+/// One `lock_stats` row with the fields analyses use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatRow {
+    /// Input path.
+    pub source: String,
+    /// Table index in the input.
+    pub block: u32,
+    /// Table label.
+    pub label: Option<String>,
+    /// Input line.
+    pub line: u64,
+    /// Row kind (`lock`, `caller`, ...).
+    pub kind: String,
+    /// Lock name.
+    pub name: Option<String>,
+    /// Caller.
+    pub caller: Option<String>,
+    /// Lock type.
+    #[serde(rename = "type")]
+    pub lock_type: Option<String>,
+    /// Task id.
+    pub pid: Option<i64>,
+    /// Task name.
+    pub comm: Option<String>,
+    /// Lock address (hex text).
+    pub address: Option<String>,
+    /// Lock symbol.
+    pub symbol: Option<String>,
+    /// Cgroup.
+    pub cgroup: Option<String>,
+    /// Acquisitions.
+    pub acquired: Option<u64>,
+    /// Contended acquisitions.
+    pub contended: Option<u64>,
+    /// Total wait, ns.
+    pub total_wait_ns: Option<u64>,
+    /// Rounding half-width of total wait, ns.
+    pub total_wait_err_ns: Option<u64>,
+    /// Average wait, ns.
+    pub avg_wait_ns: Option<u64>,
+    /// Maximum wait, ns.
+    pub max_wait_ns: Option<u64>,
+    /// Minimum wait, ns.
+    pub min_wait_ns: Option<u64>,
+}
+
+/// All rows of a `lock_stats` frame, in frame order.
+pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {
+    let source = strs(df, c::SOURCE)?;
+    let block = u32s(df, c::BLOCK)?;
+    let label = strs(df, c::LABEL)?;
+    let line = u64s(df, c::LINE)?;
+    let kind = strs(df, c::KIND)?;
+    let name = strs(df, c::NAME)?;
+    let caller = strs(df, c::CALLER)?;
+    let ty = strs(df, c::TYPE)?;
+    let pid = i64s(df, c::PID)?;
+    let comm = strs(df, c::COMM)?;
+    let address = strs(df, c::ADDRESS)?;
+    let symbol = strs(df, c::SYMBOL)?;
+    let cgroup = strs(df, c::CGROUP)?;
+    let acquired = u64s(df, c::ACQUIRED)?;
+    let contended = u64s(df, c::CONTENDED)?;
+    let total = u64s(df, c::TOTAL_WAIT_NS)?;
+    let total_err = u64s(df, c::TOTAL_WAIT_ERR_NS)?;
+    let avg = u64s(df, c::AVG_WAIT_NS)?;
+    let max = u64s(df, c::MAX_WAIT_NS)?;
+    let min = u64s(df, c::MIN_WAIT_NS)?;
+    Ok((0..df.height())
+        .map(|i| StatRow {
+            source: source[i].clone().unwrap_or_default(),
+            block: block[i].unwrap_or(0),
+            label: label[i].clone(),
+            line: line[i].unwrap_or(0),
+            kind: kind[i].clone().unwrap_or_default(),
+            name: name[i].clone(),
+            caller: caller[i].clone(),
+            lock_type: ty[i].clone(),
+            pid: pid[i],
+            comm: comm[i].clone(),
+            address: address[i].clone(),
+            symbol: symbol[i].clone(),
+            cgroup: cgroup[i].clone(),
+            acquired: acquired[i],
+            contended: contended[i],
+            total_wait_ns: total[i],
+            total_wait_err_ns: total_err[i],
+            avg_wait_ns: avg[i],
+            max_wait_ns: max[i],
+            min_wait_ns: min[i],
+        })
+        .collect())
+}

@@ -1,0 +1,180 @@
+//! clap structs. They convert to library option structs in `commands`; the library never sees
+//! clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Inputs: a path, `-` for stdin, gzip or zstd compressed or not (detected from the bytes), and
+`path#N` for the N-th table of a file holding several (a mail with `w/o patch:` and `w/ patch:`
+tables, say).
+
+Exit codes:
+  0  success
+  1  internal error
+  2  usage error (bad options)
+  3  bad input: unknown format, malformed line (file:line:col is printed), missing table
+  4  I/O error: a file could not be read or written
+
+Examples:
+  lockcast parse fixtures/captures/micro-16K-r1/contention.txt
+  perf lock contention -i perf.data 2>&1 | lockcast report -
+  lockcast parse mail.txt --to parquet -o out/lock_stats.parquet
+  lockcast diff seed.txt#1 seed.txt#2
+  lockcast demo";
+
+/// Analyze Linux kernel lock-contention captures: perf lock tables, ftrace, trace-cmd and perf
+/// script text into tables, summaries and base-vs-patched comparisons.
+#[derive(Debug, Parser)]
+#[command(name = "lockcast", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse captures into tables; print what was found, or write CSV / Parquet / JSON.
+    #[command(after_help = "Examples:
+  lockcast parse fixtures/captures/micro-16K-r1/contention.txt
+  lockcast parse a.txt b.txt.gz --to csv -o out/lock_stats.csv
+  perf lock report 2>&1 | lockcast parse - --to json -o -")]
+    Parse(ParseArgs),
+    /// Summarize a capture by lock, caller, thread or type (per table).
+    #[command(after_help = "Examples:
+  lockcast report fixtures/captures/micro-16K-r1/contention.txt
+  lockcast report capture.txt --by type --top 5 --json")]
+    Report(ReportArgs),
+    /// Compare a base and a patched capture: matched rows, deltas, reduction ratios.
+    #[command(after_help = "Examples:
+  lockcast diff base/contention.txt patched/contention.txt
+  lockcast diff mail.txt#1 mail.txt#2 --json
+
+Ratios are base / patched (8.11x = the patch cut it 8.11-fold). Rows are matched on name,
+caller+type, comm, symbol or cgroup; repeated and blank keys are paired by rank in perf's sort
+order, and the `match` column says which rows were paired that way.")]
+    Diff(DiffArgs),
+    /// Run the whole job on the bundled fixtures and write everything to an output folder.
+    Demo(DemoArgs),
+}
+
+/// Input format override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Detect from the content.
+    Auto,
+    /// perf lock report / contention / info text.
+    PerfLock,
+}
+
+/// Output file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToArg {
+    /// CSV (list columns joined with `;`).
+    Csv,
+    /// Parquet (zstd).
+    Parquet,
+    /// JSON array of objects.
+    Json,
+}
+
+/// Options shared by every command that reads captures.
+#[derive(Debug, Clone, Args)]
+pub struct InputOpts {
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Skip malformed lines (they are counted and the first ones reported) instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+/// `lockcast parse`.
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// Input files (`-` = stdin, `path#N` = N-th table).
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// Output format (default: from the -o extension).
+    #[arg(long, value_enum)]
+    pub to: Option<ToArg>,
+    /// Output file (`.csv`, `.parquet`, `.json`), or a directory to get one file per table.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Grouping for `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// Lock name / symbol.
+    Lock,
+    /// Contention caller.
+    Caller,
+    /// Task.
+    Thread,
+    /// Lock type.
+    Type,
+}
+
+/// Sort key for `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortArg {
+    /// Total wait.
+    Total,
+    /// Contended count.
+    Contended,
+}
+
+/// `lockcast report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Input file (`-` = stdin, `path#N` = N-th table only).
+    pub input_file: String,
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// Group rows by (default: the table's own key).
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+    /// Rows shown per table.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Sort key.
+    #[arg(long, value_enum, default_value_t = SortArg::Total)]
+    pub sort: SortArg,
+    /// Print JSON instead of a text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lockcast diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Base capture (`path#N` picks a table).
+    pub base: String,
+    /// Patched capture (`path#N` picks a table).
+    pub patched: String,
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// Rows shown (all rows are in --json).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Print JSON instead of a text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lockcast demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder with the bundled fixtures.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))]
+    pub fixtures: PathBuf,
+    /// Output folder.
+    #[arg(long, short, default_value = "out/demo")]
+    pub out: PathBuf,
+}

@@ -1,0 +1,42 @@
+//! Command line: clap structs, dispatch, exit codes. The only place that uses `anyhow`.
+
+mod args;
+mod commands;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Cli;
+
+/// Parse arguments, run, print errors, and map them to the documented exit codes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let _ = writeln!(io::stderr(), "lockcast: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<lockcast::Error>().is_some_and(|l| {
+                matches!(l, lockcast::Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+            })
+    })
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<lockcast::Error>())
+        .map_or(1, lockcast::Error::exit_code)
+}

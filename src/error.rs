@@ -1,0 +1,104 @@
+//! The library's error: every variant says which file it concerns.
+//!
+//! `Display` is `path:line:col: format: message`, then the offending line on the next line, so
+//! an editor or a terminal can jump to it.
+
+use std::fmt;
+use std::io;
+
+use lockcast_parsers::Error as ParseError;
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input could not be parsed.
+    #[error("{}", parse_message(.path, .source))]
+    Parse {
+        /// File as given on the command line (`-` for stdin).
+        path: String,
+        /// The parser's error.
+        source: ParseError,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// File concerned.
+        path: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A request does not fit the input (e.g. `file#5` when the file has 2 tables).
+    #[error("{0}")]
+    Input(String),
+    /// The options given do not fit together.
+    #[error("{0}")]
+    Usage(String),
+    /// A DataFrame operation failed (a bug or an unsupported input shape).
+    #[error("{context}: {source}")]
+    Polars {
+        /// What lockcast was doing.
+        context: String,
+        /// polars' error.
+        source: polars::error::PolarsError,
+    },
+}
+
+fn parse_message(path: &str, e: &ParseError) -> String {
+    match e {
+        ParseError::Malformed {
+            format,
+            location,
+            kind,
+            line_text,
+        } => format!("{path}:{location}: {format}: {kind}\n  | {line_text}"),
+        ParseError::Io(io) => format!("{path}: read error: {io}"),
+        other => format!("{path}: {other}"),
+    }
+}
+
+impl Error {
+    /// Attach a path to a parser error.
+    pub fn parse(path: &str, source: ParseError) -> Self {
+        match source {
+            // An I/O failure inside a parser is an I/O error of that file.
+            ParseError::Io(e) => Error::Io {
+                path: path.to_string(),
+                source: e,
+            },
+            source => Error::Parse {
+                path: path.to_string(),
+                source,
+            },
+        }
+    }
+
+    /// Attach a path to an I/O error.
+    pub fn io(path: impl fmt::Display, source: io::Error) -> Self {
+        Error::Io {
+            path: path.to_string(),
+            source,
+        }
+    }
+
+    /// Wrap a polars error with what was being done.
+    pub fn polars(context: impl Into<String>, source: polars::error::PolarsError) -> Self {
+        Error::Polars {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Exit code class for scripts: see `lockcast --help`.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Parse { .. } | Error::Input(_) => 3,
+            Error::Io { .. } => 4,
+            Error::Usage(_) => 2,
+            Error::Polars { .. } => 1,
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Files out. Every file is written to a temporary file in the target directory and renamed
+//! into place only when complete, so an error or a kill never leaves a half-written output.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// File formats for tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFormat {
+    /// Comma-separated, with a header; list columns are joined with `;`.
+    Csv,
+    /// Parquet with zstd compression; list columns kept as lists.
+    Parquet,
+    /// A JSON array of objects, one per row.
+    Json,
+}
+
+impl FileFormat {
+    /// File extension.
+    pub fn ext(self) -> &'static str {
+        match self {
+            FileFormat::Csv => "csv",
+            FileFormat::Parquet => "parquet",
+            FileFormat::Json => "json",
+        }
+    }
+
+    /// Format implied by a file name's extension.
+    pub fn from_path(p: &Path) -> Option<Self> {
+        match p.extension()?.to_str()? {
+            "csv" => Some(FileFormat::Csv),
+            "parquet" | "pq" => Some(FileFormat::Parquet),
+            "json" => Some(FileFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Write `bytes`-producing closure output to `path` atomically.
+pub fn atomic_write(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".lockcast-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(dir.display(), e))?;
+    {
+        let mut w = BufWriter::new(tmp.as_file());
+        f(&mut w)?;
+        w.flush().map_err(|e| Error::io(path.display(), e))?;
+    }
+    tmp.persist(path)
+        .map_err(|e| Error::io(path.display(), e.error))?;
+    Ok(())
+}
+
+/// Write one frame to `path` in `format`.
+pub fn write_frame(df: &DataFrame, path: &Path, format: FileFormat) -> Result<()> {
+    let ctx = |e: PolarsError| Error::polars(format!("writing {}", path.display()), e);
+    match format {
+        FileFormat::Csv => {
+            let mut flat = flatten_lists(df).map_err(ctx)?;
+            atomic_write(path, |w| CsvWriter::new(w).finish(&mut flat).map_err(ctx))
+        }
+        FileFormat::Parquet => {
+            let mut df = df.clone();
+            atomic_write(path, |w| {
+                ParquetWriter::new(w)
+                    .with_compression(ParquetCompression::Zstd(None))
+                    .finish(&mut df)
+                    .map(|_| ())
+                    .map_err(ctx)
+            })
+        }
+        FileFormat::Json => {
+            let v = frame_to_json(df).map_err(ctx)?;
+            atomic_write(path, |w| {
+                serde_json::to_writer_pretty(&mut *w, &v)
+                    .map_err(|e| Error::io(path.display(), e.into()))?;
+                w.write_all(b"\n").map_err(|e| Error::io(path.display(), e))
+            })
+        }
+    }
+}
+
+/// CSV cannot hold lists: join list-of-string cells with `;` (the folded-stack convention).
+fn flatten_lists(df: &DataFrame) -> PolarsResult<DataFrame> {
+    let mut out = df.clone();
+    let names: Vec<PlSmallStr> = df
+        .columns()
+        .iter()
+        .filter(|c| matches!(c.dtype(), DataType::List(_)))
+        .map(|c| c.name().clone())
+        .collect();
+    for name in names {
+        let col = df.column(&name)?;
+        let lists = col.list()?;
+        let joined: Vec<Option<String>> = lists
+            .amortized_iter()
+            .map(|s| {
+                s.map(|s| {
+                    let s = s
+                        .as_ref()
+                        .cast(&DataType::String)
+                        .unwrap_or_else(|_| s.as_ref().clone());
+                    s.str()
+                        .map(|ca| ca.iter().flatten().collect::<Vec<_>>().join(";"))
+                        .unwrap_or_default()
+                })
+            })
+            .collect();
+        out.with_column(Column::new(name, joined))?;
+    }
+    Ok(out)
+}
+
+/// A frame as a JSON array of objects (column order kept).
+pub fn frame_to_json(df: &DataFrame) -> PolarsResult<serde_json::Value> {
+    let cols = df.columns();
+    let mut rows = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let mut obj = serde_json::Map::new();
+        for c in cols {
+            obj.insert(c.name().to_string(), any_to_json(c.get(i)?));
+        }
+        rows.push(serde_json::Value::Object(obj));
+    }
+    Ok(serde_json::Value::Array(rows))
+}
+
+fn any_to_json(v: AnyValue<'_>) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        AnyValue::Null => J::Null,
+        AnyValue::Boolean(b) => J::Bool(b),
+        AnyValue::String(s) => J::String(s.to_string()),
+        AnyValue::StringOwned(s) => J::String(s.to_string()),
+        AnyValue::UInt8(x) => J::from(x),
+        AnyValue::UInt16(x) => J::from(x),
+        AnyValue::UInt32(x) => J::from(x),
+        AnyValue::UInt64(x) => J::from(x),
+        AnyValue::Int8(x) => J::from(x),
+        AnyValue::Int16(x) => J::from(x),
+        AnyValue::Int32(x) => J::from(x),
+        AnyValue::Int64(x) => J::from(x),
+        AnyValue::Float32(x) => J::from(f64::from(x)),
+        AnyValue::Float64(x) => J::from(x),
+        AnyValue::List(s) => J::Array(
+            (0..s.len())
+                .map(|i| s.get(i).map(any_to_json).unwrap_or(J::Null))
+                .collect(),
+        ),
+        other => J::String(other.to_string()),
+    }
+}
