@@ -7,7 +7,7 @@
 //! function used by [`detect`]. Errors carry the 1-based line and column ([`Location`]).
 //! This crate does not depend on polars: records become tables in the `lockcast` crate.
 //!
-//! ```ignore
+//! ```
 //! use lockcast_parsers::perf_lock;
 //! let text = " contended   total wait     max wait     avg wait         type   caller\n\n\
 //!          6      6.03 s       6.03 s       1.00 s      spinlock   rcu_core+0xec\n";

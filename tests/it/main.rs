@@ -1,1 +1,6 @@
+//! The one integration-test target (every extra target would link polars again).
 
+mod captures;
+mod cli;
+mod common;
+mod seed;

@@ -1,0 +1,227 @@
+//! The binary: inputs from files, stdin and compressed streams; outputs; exit codes.
+
+use std::io::Write;
+
+use polars::prelude::*;
+
+use crate::common::*;
+
+const CAP: &str = "fixtures/captures/micro-16K-r1/contention.txt";
+
+#[test]
+fn cli_parse_prints_what_it_found() {
+    let o = lockcast(&["parse", &fixture(SEED).to_string_lossy()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("4 table(s), 34 row(s)"), "{s}");
+    assert!(s.contains("#2 line 83: lock table, 7 rows"), "{s}");
+    assert!(s.contains("label \"w/ patch:\""), "{s}");
+}
+
+#[test]
+fn cli_stdin_gzip_and_zstd_give_the_same_report() {
+    let raw = std::fs::read(repo().join(CAP)).unwrap();
+    let plain = lockcast(&["report", CAP, "--json"]);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    let from_stdin = lockcast_stdin(&["report", "-", "--json"], &raw);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&raw).unwrap();
+    let gz = lockcast_stdin(&["report", "-", "--json"], &gz.finish().unwrap());
+    let zst = lockcast_stdin(&["report", "-", "--json"], &zstd::encode_all(&raw[..], 3).unwrap());
+    let strip = |o: &std::process::Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v[0]["source"] = serde_json::Value::Null;
+        v
+    };
+    let want = strip(&plain);
+    assert_eq!(want[0]["top"][0]["caller"], "folio_batch_move_lru+0x88");
+    assert_eq!(want[0]["top"][0]["contended"], 14082);
+    assert_eq!(want[0]["top"][0]["total_wait_ns"], 18_730_000);
+    assert_eq!(want[0]["total"]["contended"], 15017);
+    for o in [&from_stdin, &gz, &zst] {
+        assert!(o.status.success(), "{}", stderr(o));
+        assert_eq!(strip(o), want);
+    }
+}
+
+#[test]
+fn cli_report_merges_rows_of_one_caller() {
+    let o = lockcast(&["report", CAP, "--json", "--top", "20"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rel = v[0]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["caller"] == "__page_cache_release.part.0+0x58")
+        .unwrap();
+    // 330 + 58 contended; 661.69 us + 98.51 us
+    assert_eq!(rel["contended"], 388);
+    assert_eq!(rel["total_wait_ns"], 760_200);
+    assert_eq!(rel["rows"], 2);
+    assert_eq!(rel["max_wait_ns"], 14_760);
+}
+
+#[test]
+fn cli_report_by_type() {
+    let o = lockcast(&["report", CAP, "--by", "type", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["top"][0]["type"], "spinlock");
+    assert_eq!(v[0]["top"][0]["contended"], 15015);
+    assert_eq!(v[0]["top"][1]["type"], "rwsem:R");
+}
+
+#[test]
+fn cli_parse_writes_csv_parquet_json_that_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["csv", "parquet", "json"] {
+        let out = dir.path().join(format!("ls.{ext}"));
+        let o = lockcast(&["parse", CAP, "-o", &out.to_string_lossy()]);
+        assert!(o.status.success(), "{ext}: {}", stderr(&o));
+    }
+    let pq = LazyFrame::scan_parquet(
+        PlRefPath::new(dir.path().join("ls.parquet").to_string_lossy().as_ref()),
+        ScanArgsParquet::default(),
+    )
+    .unwrap()
+    .collect()
+    .unwrap();
+    assert_eq!(pq.height(), 18);
+    assert_eq!(
+        pq.get_column_names().iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        lockcast::frames::schema::lock_stats::COLUMNS
+    );
+    let contended = pq.column("contended").unwrap().u64().unwrap().get(0);
+    assert_eq!(contended, Some(14082));
+    let csv = std::fs::read_to_string(dir.path().join("ls.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 19);
+    assert!(csv.lines().next().unwrap().starts_with("source,block,label,line,kind,name"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ls.json")).unwrap()).unwrap();
+    assert_eq!(json[0]["caller"], "folio_batch_move_lru+0x88");
+    assert_eq!(json[0]["total_wait_ns"], 18_730_000);
+    assert_eq!(json[0]["total_wait_err_ns"], 5_000);
+}
+
+#[test]
+fn cli_verbose_stacks_go_to_list_column_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v.csv");
+    let o = lockcast(&[
+        "parse",
+        "fixtures/captures/micro-16K-r1/contention-v.txt",
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out).unwrap();
+    let first = csv.lines().nth(1).unwrap();
+    assert!(
+        first.contains("__pv_queued_spin_lock_slowpath+0x10e;_raw_spin_lock_irqsave+0x4d;"),
+        "{first}"
+    );
+}
+
+#[test]
+fn cli_unknown_format_exits_3_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("notes.txt");
+    std::fs::write(&p, "just some notes\nno tables here\n").unwrap();
+    let o = lockcast(&["parse", &p.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(3));
+    let e = stderr(&o);
+    assert!(e.contains("notes.txt") && e.contains("unknown format") && e.contains("just some notes"), "{e}");
+}
+
+#[test]
+fn cli_broken_table_exits_3_with_line_and_lenient_counts() {
+    let raw = std::fs::read_to_string(repo().join(CAP)).unwrap();
+    // cut the 5th row in the middle: a table that breaks mid-way
+    let mut lines: Vec<&str> = raw.lines().collect();
+    let cut = &lines[6][..30];
+    lines[6] = cut;
+    let text = lines.join("\n");
+    let o = lockcast_stdin(&["report", "-"], text.as_bytes());
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("-:7:1: perf lock:"), "{e}");
+    let o = lockcast_stdin(&["report", "-", "--lenient", "--json"], text.as_bytes());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("skipped 1 malformed line(s)"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["input_rows"], 17);
+}
+
+#[test]
+fn cli_missing_file_exits_4() {
+    let o = lockcast(&["report", "no/such/file.txt"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr(&o).contains("no/such/file.txt"));
+}
+
+#[test]
+fn cli_usage_error_exits_2() {
+    assert_eq!(lockcast(&["report"]).status.code(), Some(2));
+    assert_eq!(lockcast(&["parse", CAP, "--to", "csv"]).status.code(), Some(2));
+    assert_eq!(lockcast(&["report", CAP, "--by", "nonsense"]).status.code(), Some(2));
+}
+
+#[test]
+fn cli_block_out_of_range_and_ambiguous_diff_exit_3() {
+    let seed = fixture(SEED).to_string_lossy().into_owned();
+    let o = lockcast(&["report", &format!("{seed}#9")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("has 4 table(s)"), "{}", stderr(&o));
+    let o = lockcast(&["diff", &seed, &seed]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("holds 4 tables; pick one"), "{}", stderr(&o));
+}
+
+#[test]
+fn cli_failed_write_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("bad.txt");
+    std::fs::write(&notes, "nothing\n").unwrap();
+    let out = dir.path().join("o.parquet");
+    let o = lockcast(&["parse", &notes.to_string_lossy(), "-o", &out.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(std::fs::read_dir(dir.path()).unwrap().count() == 1, "only the input remains");
+}
+
+#[test]
+fn cli_help_lists_examples_and_exit_codes() {
+    let o = lockcast(&["--help"]);
+    let s = stdout(&o);
+    assert!(s.contains("Exit codes:") && s.contains("lockcast diff seed.txt#1 seed.txt#2"), "{s}");
+}
+
+#[test]
+fn cli_demo_runs_on_bundled_fixtures() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = lockcast(&["demo", "--out", &dir.path().to_string_lossy()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("21414857") && s.contains("8.11x") && s.contains("5.21x"), "{s}");
+    for f in ["lock_stats.csv", "lock_stats.parquet", "lock_stats.json", "diff-seed.json"] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+}
+
+#[test]
+fn cli_every_perf_lock_corpus_file_parses() {
+    let dir = shared().join("corpus/perf-lock");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 19);
+    let mut args = vec!["parse"];
+    args.extend(files.iter().map(String::as_str));
+    let o = lockcast(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 18 files with tables; the BPF lost-events file holds only a debug footer
+    let s = stdout(&o);
+    assert!(s.contains("contention-v6.1-bpf-lost-debug-footer.txt: perf lock, 0 table(s)"), "{s}");
+    assert!(s.trim_end().ends_with("lock_stats: 204 rows x 25 columns"), "{s}");
+}

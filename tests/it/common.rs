@@ -1,0 +1,51 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(p: &str) -> PathBuf {
+    repo().join("fixtures").join(p)
+}
+
+pub fn shared() -> PathBuf {
+    if let Ok(p) = std::env::var("LOCKCAST_SHARED") {
+        return PathBuf::from(p);
+    }
+    let p = repo().join("../shared");
+    assert!(p.join("corpus").is_dir(), "shared/ not found at {} (set LOCKCAST_SHARED)", p.display());
+    p
+}
+
+pub const SEED: &str = "seeds/lru-cache-small-large-folios-rfc-v3.txt";
+
+pub fn lockcast(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run lockcast")
+}
+
+pub fn lockcast_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(args)
+        .current_dir(repo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lockcast");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
