@@ -1,0 +1,1904 @@
+//! `perf script` default text output (FORMATS.md §2): tracepoints and samples, with and without
+//! call chains, read into [`Event`]s with `source` [`Source::PerfScript`].
+//!
+//! A sample is one header line, optionally followed by call-chain frames, ended by a blank line
+//! (perf 6.1 indents frames with a TAB, shown here as spaces):
+//!
+//! ```text
+//! lrufault 13199 [001]   477.553533:    lock:contention_begin: 0xffff888102abc698 (flags=SPIN)
+//!         ffffffff82203efe __pv_queued_spin_lock_slowpath+0x10e ([kernel.kallsyms])
+//!         ffffffff8220319d _raw_spin_lock_irqsave+0x4d ([kernel.kallsyms])
+//!
+//! ```
+//!
+//! [`Reader::next_event`] yields one [`Event`] per sample. It holds at most one event (the one
+//! whose frames are still being read) and one line, never the whole input.
+//!
+//! ```
+//! use lockcast_parsers::perf_script::{Options, Reader};
+//! let text = "dd 29776 666709.771979:   10101010 cpu-clock: \n\
+//!             \t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)\n\n";
+//! let mut r = Reader::new(text.as_bytes(), &Options::default());
+//! let ev = r.next_event().unwrap().unwrap();
+//! assert_eq!((ev.comm.as_str(), ev.tid, ev.ts_ns), ("dd", 29776, Some(666_709_771_979_000)));
+//! assert_eq!(ev.callchain[0].symbol, "fsnotify");
+//! assert!(r.next_event().unwrap().is_none());
+//! ```
+//!
+//! # Decisions
+//!
+//! * **Header line.** Fields are optional but come in a fixed order (comm, `pid/tid` or `tid`,
+//!   `[cpu]`, `time:`, period, `event:`, then the rest of the line). The comm is never split on
+//!   spaces: the reader looks for the first token that is `tid` or `pid/tid`, followed by an
+//!   optional `[cpu]` and a `secs.frac:` time, and takes everything before it as the comm
+//!   (`Web Content`, `CPU 0/KVM`, `:-1`, `<...>` all work). Without a time on the line
+//!   (`java  3244 cpu-clock:`, old perf) the first `tid` token followed by an event token is
+//!   taken, and the comm must then be non-empty.
+//! * **Time.** `secs.usecs` gives `ts_res_ns` 1000, `--ns` (9 digits) gives 1; other digit counts
+//!   give `10^(9 - digits)`. Integer arithmetic only. Without a time, `ts_ns` is `None` and
+//!   `ts_res_ns` is 0.
+//! * **Event name.** `lock:contention_begin:` → system `lock`, name `contention_begin`;
+//!   `cpu-clock:` → no system; modifiers stay in the name (`cycles:u`, `cpu-clock:uhH`).
+//!   Names left-padded by newer perf (several events recorded) are found all the same.
+//! * **Payload** is the rest of the header line, trimmed (empty for `-g` samples). For events
+//!   without a system (HW/SW samples recorded without `-g`) whose payload is `ip sym (dso)`,
+//!   that frame is also put in `callchain`, so a no-`-g` sample has its one-frame stack. A
+//!   payload that does not end in `(dso)` (e.g. cut in an e-mail) stays payload only.
+//! * **Frames**: any leading whitespace, `<hex addr without 0x> <symbol>[+0xOFF] (<dso>)`. The dso
+//!   is the last parenthesised group at the end of the line (nested parentheses allowed, it must
+//!   be preceded by a space); the symbol is everything between, spaces and parentheses included.
+//!   `(inlined)` is kept as dso `inlined`, as printed.
+//! * **Blank lines.** A blank (or whitespace-only) line ends a sample that has frames. A blank
+//!   line after a header that has no frames yet does not end it: frames that follow are attached
+//!   to it (inferno `empty-line.txt`, `invalid-perf-with-empty-line-after-event-line.txt` are read
+//!   without error). Other stray blank lines are ignored.
+//! * **Malformed lines** (a line that is neither a header, nor a frame, nor blank, nor `#...`:
+//!   inferno `weird-stack-line.txt`; a frame after the blank line that ended its sample; invalid
+//!   UTF-8; a line over `max_line_len`): strict mode returns [`Error::Malformed`] naming the line
+//!   (after yielding the event that was in progress); lenient mode skips the line, counts it in
+//!   [`Reader::diagnostics`] and goes on (the sample keeps the frames read so far).
+//! * Lines starting with `#` (`perf script --header`, perf 3.x) are skipped anywhere.
+
+use std::io::BufRead;
+
+use nom::bytes::complete::take_while_m_n;
+use nom::character::complete::{char, digit1};
+use nom::combinator::{all_consuming, opt, recognize};
+use nom::sequence::{delimited, terminated};
+use nom::{IResult, Parser};
+
+use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
+use crate::event::{Event, Frame, Source};
+use crate::lines::{self, Line, LineReader};
+
+/// Format name used in errors.
+const FORMAT: &str = "perf script";
+
+/// What a malformed line was expected to be.
+const EXPECTED_LINE: &str =
+    "a sample header (comm tid [cpu] time: event:) or a call-chain frame (addr symbol (dso))";
+
+/// What a frame found outside a sample was expected to be preceded by.
+const EXPECTED_HEADER_FIRST: &str =
+    "a sample header before call-chain frames (a blank line ended the previous sample)";
+
+/// Modifier letters perf appends to event names (`cycles:u`, `cycles:uppp`, `cpu-clock:uhH`).
+const MODIFIERS: &str = "ukhIGHpPSDWebR";
+
+/// Reader options.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Skip and count malformed lines instead of failing on the first one. Default: false.
+    pub lenient: bool,
+    /// Longest line accepted, in bytes; longer lines are malformed. Default:
+    /// [`lines::DEFAULT_MAX_LINE_LEN`].
+    pub max_line_len: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            lenient: false,
+            max_line_len: lines::DEFAULT_MAX_LINE_LEN,
+        }
+    }
+}
+
+/// Streaming reader of `perf script` text.
+pub struct Reader<R> {
+    lines: LineReader<R>,
+    lenient: bool,
+    diagnostics: Diagnostics,
+    /// The event whose frames are being read, with the number of frame lines seen.
+    pending: Option<(Event, usize)>,
+    /// A strict-mode error found while an event was pending; returned by the next call.
+    deferred: Option<Error>,
+    finished: bool,
+}
+
+/// What one input line is.
+enum Class {
+    Blank,
+    Comment,
+    Header(Event),
+    Frame(Frame),
+    Bad(Diagnostic),
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Wrap a reader of `perf script` text.
+    pub fn new(inner: R, opts: &Options) -> Self {
+        Reader {
+            lines: LineReader::new(inner).with_max_line_len(opts.max_line_len),
+            lenient: opts.lenient,
+            diagnostics: Diagnostics::default(),
+            pending: None,
+            deferred: None,
+            finished: false,
+        }
+    }
+
+    /// Lines skipped so far (lenient mode).
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    /// Bytes consumed so far, for progress reporting.
+    pub fn bytes_read(&self) -> u64 {
+        self.lines.bytes_read()
+    }
+
+    /// The next sample, `Ok(None)` at end of input.
+    ///
+    /// In strict mode the first malformed line gives [`Error::Malformed`] (format
+    /// `"perf script"`); the event in progress at that point is returned first. After an error
+    /// the reader returns `Ok(None)`.
+    pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
+        if let Some(e) = self.deferred.take() {
+            self.finished = true;
+            return Err(e);
+        }
+        if self.finished {
+            return Ok(None);
+        }
+        loop {
+            let line_no = self.lines.line_no() + 1;
+            let class = match self.lines.next_line() {
+                Err(e) => {
+                    self.finished = true;
+                    return Err(e);
+                }
+                Ok(None) => {
+                    self.finished = true;
+                    return Ok(self.pending.take().map(|(ev, _)| ev));
+                }
+                Ok(Some(Line::Bad(d))) => Class::Bad(d),
+                Ok(Some(Line::Text(s))) => classify(s, line_no),
+            };
+            match class {
+                Class::Comment => {}
+                Class::Blank => {
+                    if matches!(self.pending, Some((_, n)) if n > 0) {
+                        return Ok(self.pending.take().map(|(ev, _)| ev));
+                    }
+                }
+                Class::Header(ev) => {
+                    if let Some((prev, _)) = self.pending.replace((ev, 0)) {
+                        return Ok(Some(prev));
+                    }
+                }
+                Class::Frame(f) => match self.pending.as_mut() {
+                    Some((ev, n)) => {
+                        ev.callchain.push(f);
+                        *n += 1;
+                    }
+                    None => {
+                        // The frame text is not kept in `Class::Frame`; rebuild a short one.
+                        let text = format!("{:x} {}", f.addr, f.symbol);
+                        let d = Diagnostic {
+                            location: Location {
+                                line: line_no,
+                                col: 1,
+                            },
+                            kind: LineError::expected(EXPECTED_HEADER_FIRST, &text),
+                            line_text: cut(&text, 120),
+                        };
+                        if let Some(r) = self.bad(d) {
+                            return r;
+                        }
+                    }
+                },
+                Class::Bad(d) => {
+                    if let Some(r) = self.bad(d) {
+                        return r;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handle a malformed line: `None` to go on (lenient), else what `next_event` returns.
+    fn bad(&mut self, d: Diagnostic) -> Option<Result<Option<Event>, Error>> {
+        if self.lenient {
+            self.diagnostics.push(d);
+            return None;
+        }
+        let err = Error::malformed(FORMAT, d);
+        match self.pending.take() {
+            Some((ev, _)) => {
+                self.deferred = Some(err);
+                Some(Ok(Some(ev)))
+            }
+            None => {
+                self.finished = true;
+                Some(Err(err))
+            }
+        }
+    }
+}
+
+/// True for a characteristic `perf script` sample header line: a `tid` or `pid/tid`, an optional
+/// `[cpu]`, a `secs.frac:` time and an `event:` token.
+///
+/// ```
+/// use lockcast_parsers::perf_script::sniff;
+/// assert!(sniff("iperf 27409/28744 [000] 441995.133575: cpu-clock: "));
+/// assert!(!sniff("          <idle>-0       [002] d..3.     1.602298: bio_endio <-blk_update_request"));
+/// ```
+pub fn sniff(line: &str) -> bool {
+    !line.starts_with('#') && parse_header(line, true).is_some()
+}
+
+/// Decide what one line is. Order (first match wins): blank, `#` comment, a header with a time,
+/// a frame ending in `(dso)`, a header without time, a frame without dso. The order matters for
+/// lines that fit two shapes: `dd 29776 cpu-clock:` is a header (comm `dd` is also hex), and a
+/// JIT frame `12345 Builtin: x (/tmp/perf-1.map)` is a frame.
+fn classify(s: &str, line_no: u64) -> Class {
+    if s.trim().is_empty() {
+        return Class::Blank;
+    }
+    if s.starts_with('#') {
+        return Class::Comment;
+    }
+    if let Some(h) = parse_header(s, true) {
+        return Class::Header(h.into_event(line_no));
+    }
+    let frame = parse_frame(s);
+    if let Some((f, true)) = frame {
+        return Class::Frame(f);
+    }
+    if let Some(h) = parse_header(s, false) {
+        return Class::Header(h.into_event(line_no));
+    }
+    if let Some((f, false)) = frame {
+        return Class::Frame(f);
+    }
+    let col = s.len() - s.trim_start().len() + 1;
+    Class::Bad(Diagnostic {
+        location: Location {
+            line: line_no,
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+        },
+        kind: LineError::expected(EXPECTED_LINE, s.trim()),
+        line_text: cut(s, 120),
+    })
+}
+
+/// The fields of a sample header line, borrowed from the line.
+#[derive(Debug, PartialEq)]
+struct Header<'a> {
+    comm: &'a str,
+    pid: Option<i32>,
+    tid: i32,
+    cpu: Option<u32>,
+    /// (ns, resolution in ns)
+    time: Option<(i64, u32)>,
+    period: Option<u64>,
+    /// Event token without its trailing `:`.
+    event: &'a str,
+    rest: &'a str,
+}
+
+impl Header<'_> {
+    fn into_event(self, line: u64) -> Event {
+        let (system, name) = split_event(self.event);
+        let payload = self.rest.to_string();
+        // HW/SW samples without -g print `ip sym (dso)` on the header line: that is their stack.
+        let callchain = match (system, parse_frame(self.rest)) {
+            (None, Some((f, true))) => vec![f],
+            _ => Vec::new(),
+        };
+        Event {
+            line,
+            ts_ns: self.time.map(|t| t.0),
+            ts_res_ns: self.time.map_or(0, |t| t.1),
+            cpu: self.cpu,
+            comm: self.comm.to_string(),
+            tid: self.tid,
+            pid: self.pid,
+            irq_flags: None,
+            system: system.map(str::to_string),
+            name: name.to_string(),
+            period: self.period,
+            payload,
+            callchain,
+            source: Source::PerfScript,
+        }
+    }
+}
+
+/// Whitespace-separated tokens with their byte offsets.
+fn tokens(s: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices() {
+        if c == ' ' || c == '\t' {
+            if let Some(st) = start.take() {
+                out.push((st, &s[st..i]));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(st) = start {
+        out.push((st, &s[st..]));
+    }
+    out
+}
+
+/// Parse a header line (FORMATS.md §2.1). Real lines:
+///
+/// ```text
+/// dd 29776 666709.771979:   10101010 cpu-clock:                      (no cpu; comm unpadded with -g)
+/// iperf 27409/28744 [000] 441995.133575: cpu-clock:                  (pid/tid, cpu, no period)
+/// java  3244 cpu-clock:                                              (no time)
+///            false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])
+/// sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)
+///              gdbus 1558592 [001] 1540823.804766:    1315219 cycles:P:  ffffffff9c797b2e audit_filter_syscall+0x9e ([kernel.kallsyms])   (v6.5+ pid width 7)
+/// lrufault 13199 [001]   477.553530146:       kmem:mm_page_alloc: page=0x164e20 ...   (--ns, padded event name)
+/// ```
+///
+/// With `need_time`, the pid token must be followed by (`[cpu]` and) a time; the first such
+/// token wins. Without, the first pid token after a non-empty comm that is followed by
+/// `[cpu]`, period and an event token wins.
+fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
+    let toks = tokens(s);
+    for i in 0..toks.len() {
+        if !need_time && i == 0 {
+            continue;
+        }
+        let Some(&(pid_start, pid_tok)) = toks.get(i) else {
+            break;
+        };
+        let Some((pid, tid)) = pid_tid(pid_tok) else {
+            continue;
+        };
+        let mut j = i + 1;
+        let cpu = toks.get(j).and_then(|t| cpu_field(t.1));
+        if cpu.is_some() {
+            j += 1;
+        }
+        let time = toks.get(j).and_then(|t| time_field(t.1));
+        if time.is_some() {
+            j += 1;
+        } else if need_time {
+            continue;
+        }
+        let period = toks.get(j).and_then(|t| t.1.parse::<u64>().ok());
+        if period.is_some() {
+            j += 1;
+        }
+        let Some(&(ev_start, ev_tok)) = toks.get(j) else {
+            continue;
+        };
+        let Some(event) = event_field(ev_tok) else {
+            continue;
+        };
+        let rest = s.get(ev_start + ev_tok.len()..).unwrap_or("").trim();
+        let comm = s.get(..pid_start).unwrap_or("").trim();
+        return Some(Header {
+            comm,
+            pid,
+            tid,
+            cpu,
+            time,
+            period,
+            event,
+            rest,
+        });
+    }
+    None
+}
+
+/// `-?\d+`
+fn signed_int(i: &str) -> IResult<&str, &str> {
+    recognize((opt(char('-')), digit1)).parse(i)
+}
+
+/// `tid` or `pid/tid` (either may be `-1`): `29776`, `27409/28744`, `-1/-1`.
+fn pid_tid_token(i: &str) -> IResult<&str, (&str, Option<&str>)> {
+    all_consuming((
+        signed_int,
+        opt(nom::sequence::preceded(char('/'), signed_int)),
+    ))
+    .parse(i)
+}
+
+/// `(pid, tid)` of a pid/tid token.
+fn pid_tid(tok: &str) -> Option<(Option<i32>, i32)> {
+    let (_, (a, b)) = pid_tid_token(tok).ok()?;
+    let a: i32 = a.parse().ok()?;
+    match b {
+        Some(b) => Some((Some(a), b.parse().ok()?)),
+        None => Some((None, a)),
+    }
+}
+
+/// `[000]`
+fn cpu_token(i: &str) -> IResult<&str, &str> {
+    all_consuming(delimited(char('['), digit1, char(']'))).parse(i)
+}
+
+fn cpu_field(tok: &str) -> Option<u32> {
+    cpu_token(tok).ok()?.1.parse().ok()
+}
+
+/// `666709.771979:` (secs.usecs) or `477.553530146:` (`--ns`).
+fn time_token(i: &str) -> IResult<&str, (&str, &str)> {
+    all_consuming(terminated(
+        (
+            digit1,
+            nom::sequence::preceded(
+                char('.'),
+                take_while_m_n(1, 9, |c: char| c.is_ascii_digit()),
+            ),
+        ),
+        char(':'),
+    ))
+    .parse(i)
+}
+
+/// Time token → (integer ns, resolution ns).
+fn time_field(tok: &str) -> Option<(i64, u32)> {
+    let (_, (secs, frac)) = time_token(tok).ok()?;
+    let secs: i64 = secs.parse().ok()?;
+    let digits = u32::try_from(frac.len()).ok()?;
+    let res = 10u32.checked_pow(9u32.checked_sub(digits)?)?;
+    let frac: i64 = frac.parse().ok()?;
+    let ns = secs
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac.checked_mul(i64::from(res))?)?;
+    Some((ns, res))
+}
+
+/// An event token: ends with `:`, is not a time, has a name. Returns it without the final `:`.
+fn event_field(tok: &str) -> Option<&str> {
+    let name = tok.strip_suffix(':')?;
+    if name.is_empty() || name.starts_with('[') || time_field(tok).is_some() {
+        return None;
+    }
+    Some(name)
+}
+
+/// `lock:contention_begin` → (Some("lock"), "contention_begin"); `cycles:u` → (None, "cycles:u");
+/// `cpu-clock` → (None, "cpu-clock"); `mem:0x1000:rw` (breakpoint) → (None, ...).
+fn split_event(ev: &str) -> (Option<&str>, &str) {
+    let Some((sys, rest)) = ev.split_once(':') else {
+        return (None, ev);
+    };
+    let first = rest.split(':').next().unwrap_or("");
+    let is_modifiers = !first.is_empty() && first.chars().all(|c| MODIFIERS.contains(c));
+    if sys.is_empty()
+        || rest.is_empty()
+        || sys.contains('/')
+        || is_modifiers
+        || first.starts_with(|c: char| c.is_ascii_digit())
+    {
+        (None, ev)
+    } else {
+        (Some(sys), rest)
+    }
+}
+
+/// Parse a call-chain frame (FORMATS.md §2.2); the bool tells whether it ended in `(dso)`.
+/// Real lines:
+///
+/// ```text
+/// \t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)     (TAB, no offset)
+///         ffffffffb8f03eaa net_rx_action+0x13a (/usr/lib/debug/boot/vmlinux-5.4.14-cloudflare-2020.1.11)
+/// ffffffff8103d0ca native_write_msr_safe ([kernel.kallsyms])                (column 0)
+///                        0 [unknown] ([unknown])
+///                   74d468 v8::Function::Call(v8::Handle<v8::Value>, int, v8::Handle<v8::Value>*) (/tmp/node-v011)
+/// \t    7f443cc8af43 __mmap64 (inlined)
+/// ```
+fn parse_frame(s: &str) -> Option<(Frame, bool)> {
+    let t = s.trim();
+    let (addr_s, rest) = match t.find([' ', '\t']) {
+        Some(i) => (t.get(..i)?, t.get(i..)?.trim_start()),
+        None => (t, ""),
+    };
+    if addr_s.is_empty() || addr_s.len() > 16 || !addr_s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let addr = u64::from_str_radix(addr_s, 16).ok()?;
+    let (sym, dso) = split_dso(rest);
+    let (symbol, offset) = split_offset(sym);
+    Some((
+        Frame {
+            addr,
+            symbol: symbol.to_string(),
+            offset,
+            dso: dso.map(str::to_string),
+        },
+        dso.is_some(),
+    ))
+}
+
+/// Split `symbol (dso)` at the last parenthesised group at the end of the text; the group's `(`
+/// must start the text or follow a space. Nested parentheses inside the group are allowed
+/// (`(/usr/lib/x.so (deleted))`).
+fn split_dso(rest: &str) -> (&str, Option<&str>) {
+    let Some(inner_end) = rest.len().checked_sub(1) else {
+        return (rest, None);
+    };
+    if !rest.ends_with(')') {
+        return (rest, None);
+    }
+    let bytes = rest.as_bytes();
+    let mut depth = 0u32;
+    for (i, &b) in bytes.iter().enumerate().rev() {
+        match b {
+            b')' => depth += 1,
+            b'(' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let starts_group = i == 0 || bytes.get(i.wrapping_sub(1)) == Some(&b' ');
+                    if !starts_group {
+                        return (rest, None);
+                    }
+                    let sym = rest.get(..i).unwrap_or("").trim_end();
+                    return match rest.get(i + 1..inner_end) {
+                        Some(dso) => (sym, Some(dso)),
+                        None => (rest, None),
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    (rest, None)
+}
+
+/// `main+0x1f` → ("main", Some(0x1f)); `[unknown]` → ("[unknown]", None).
+fn split_offset(sym: &str) -> (&str, Option<u64>) {
+    if let Some(pos) = sym.rfind("+0x") {
+        let hex = sym.get(pos + 3..).unwrap_or("");
+        if !hex.is_empty() && hex.len() <= 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if let Ok(off) = u64::from_str_radix(hex, 16) {
+                return (sym.get(..pos).unwrap_or(sym), Some(off));
+            }
+        }
+    }
+    (sym, None)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+    use std::io::{BufReader, Read};
+    use std::path::{Path, PathBuf};
+
+    fn read_all(text: &str, lenient: bool) -> (Vec<Event>, Result<(), Error>, Diagnostics) {
+        read_from(text.as_bytes(), lenient)
+    }
+
+    fn read_from<R: BufRead>(r: R, lenient: bool) -> (Vec<Event>, Result<(), Error>, Diagnostics) {
+        let opts = Options {
+            lenient,
+            ..Options::default()
+        };
+        let mut reader = Reader::new(r, &opts);
+        let mut out = Vec::new();
+        loop {
+            match reader.next_event() {
+                Ok(Some(ev)) => out.push(ev),
+                Ok(None) => return (out, Ok(()), reader.diagnostics().clone()),
+                Err(e) => {
+                    // After an error the reader is finished.
+                    assert!(matches!(reader.next_event(), Ok(None)));
+                    return (out, Err(e), reader.diagnostics().clone());
+                }
+            }
+        }
+    }
+
+    fn frame(addr: u64, symbol: &str, offset: Option<u64>, dso: Option<&str>) -> Frame {
+        Frame {
+            addr,
+            symbol: symbol.into(),
+            offset,
+            dso: dso.map(Into::into),
+        }
+    }
+
+    // ---- nom token parsers: value and leftover ----
+
+    #[test]
+    fn perf_script_tokens_pid_tid() {
+        assert_eq!(
+            pid_tid_token("27409/28744"),
+            Ok(("", ("27409", Some("28744"))))
+        );
+        assert_eq!(pid_tid_token("-1/-1"), Ok(("", ("-1", Some("-1")))));
+        assert_eq!(pid_tid_token("3244"), Ok(("", ("3244", None))));
+        assert!(pid_tid_token("3244x").is_err());
+        assert!(pid_tid_token("0/KVM").is_err());
+        assert_eq!(pid_tid("27409/28744"), Some((Some(27409), 28744)));
+        assert_eq!(pid_tid("99999999999"), None);
+    }
+
+    #[test]
+    fn perf_script_tokens_cpu_and_time() {
+        assert_eq!(cpu_token("[003]"), Ok(("", "003")));
+        assert!(cpu_token("[003").is_err());
+        assert_eq!(time_token("441995.133575:"), Ok(("", ("441995", "133575"))));
+        assert!(time_token("441995.133575").is_err());
+        assert!(time_token("1.0123456789:").is_err());
+        assert_eq!(
+            time_field("666709.771979:"),
+            Some((666_709_771_979_000, 1000))
+        );
+        assert_eq!(time_field("477.553530146:"), Some((477_553_530_146, 1)));
+        assert_eq!(time_field("0.5:"), Some((500_000_000, 100_000_000)));
+        assert_eq!(time_field("99999999999999999.1:"), None);
+    }
+
+    #[test]
+    fn perf_script_event_names_system_and_modifiers() {
+        assert_eq!(
+            split_event("lock:contention_begin"),
+            (Some("lock"), "contention_begin")
+        );
+        assert_eq!(split_event("cpu-clock"), (None, "cpu-clock"));
+        assert_eq!(split_event("cycles:u"), (None, "cycles:u"));
+        assert_eq!(split_event("cycles:uppp"), (None, "cycles:uppp"));
+        assert_eq!(split_event("cpu-clock:uhH"), (None, "cpu-clock:uhH"));
+        assert_eq!(split_event("cycles:P"), (None, "cycles:P"));
+        assert_eq!(
+            split_event("kmem:mm_page_alloc"),
+            (Some("kmem"), "mm_page_alloc")
+        );
+        assert_eq!(split_event("mem:0x1000:rw"), (None, "mem:0x1000:rw"));
+        assert_eq!(split_event("cpu/cycles/u"), (None, "cpu/cycles/u"));
+    }
+
+    // ---- checklist 9: comm with spaces, unpadded comm, pid widths, optional fields ----
+
+    #[test]
+    fn perf_script_checklist9_comm_with_spaces_is_not_split() {
+        let cases = [
+            (
+                "Web Content 4121/4160 [002] 12.000001: cpu-clock: ",
+                "Web Content",
+                Some(4121),
+                4160,
+            ),
+            (
+                "CPU 0/KVM  4242 [001] 5.5: kvm:kvm_exit: reason EPT_VIOLATION",
+                "CPU 0/KVM",
+                None,
+                4242,
+            ),
+            (
+                ":-1    -1/-1 [000] 1.000000: cpu-clock: ",
+                ":-1",
+                Some(-1),
+                -1,
+            ),
+            (
+                "<...>  882 [003] 10852.771186: sched:x: a",
+                "<...>",
+                None,
+                882,
+            ),
+            (
+                "Thread 2 7 [000] 1.000000: cpu-clock: ",
+                "Thread 2",
+                None,
+                7,
+            ),
+        ];
+        for (line, comm, pid, tid) in cases {
+            let h = parse_header(line, true).unwrap();
+            assert_eq!((h.comm, h.pid, h.tid), (comm, pid, tid), "{line}");
+        }
+    }
+
+    #[test]
+    fn perf_script_checklist9_optional_fields_in_fixed_order() {
+        // no cpu, period, comm unpadded (-g)
+        let h = parse_header("dd 29776 666709.771979:   10101010 cpu-clock: ", true).unwrap();
+        assert_eq!(
+            h,
+            Header {
+                comm: "dd",
+                pid: None,
+                tid: 29776,
+                cpu: None,
+                time: Some((666_709_771_979_000, 1000)),
+                period: Some(10_101_010),
+                event: "cpu-clock",
+                rest: "",
+            }
+        );
+        // pid/tid + cpu, no period
+        let h = parse_header("iperf 27409/28744 [000] 441995.133575: cpu-clock: ", true).unwrap();
+        assert_eq!(
+            (h.pid, h.tid, h.cpu, h.period),
+            (Some(27409), 28744, Some(0), None)
+        );
+        // no time at all
+        assert!(parse_header("java  3244 cpu-clock:", true).is_none());
+        let h = parse_header("java  3244 cpu-clock:", false).unwrap();
+        assert_eq!(
+            (h.comm, h.tid, h.time, h.event),
+            ("java", 3244, None, "cpu-clock")
+        );
+        // v6.5+ pid width 7, comm %16s
+        let h = parse_header(
+            "             gdbus 1558592 [001] 1540823.804766:    1315219 cycles:P:  ffffffff9c797b2e audit_filter_syscall+0x9e ([kernel.kallsyms])",
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            (h.comm, h.tid, h.period),
+            ("gdbus", 1_558_592, Some(1_315_219))
+        );
+        assert_eq!(
+            h.rest,
+            "ffffffff9c797b2e audit_filter_syscall+0x9e ([kernel.kallsyms])"
+        );
+        // time right-aligned in 12, comm left-padded
+        let h = parse_header("mir-console 23166 [000]  1333.768765: cpu-clock: ", true).unwrap();
+        assert_eq!((h.comm, h.cpu), ("mir-console", Some(0)));
+    }
+
+    #[test]
+    fn perf_script_tracepoint_payload_and_padded_event_name() {
+        let line = "perf  6429 [000]    22.498450:             kmem:mm_page_alloc: page=0x176a17 pfn=1534487 order=0 migratetype=0 gfp_flags=GFP_KERNEL";
+        let ev = parse_header(line, true).unwrap().into_event(7);
+        assert_eq!(ev.system.as_deref(), Some("kmem"));
+        assert_eq!(ev.name, "mm_page_alloc");
+        assert_eq!(
+            ev.payload,
+            "page=0x176a17 pfn=1534487 order=0 migratetype=0 gfp_flags=GFP_KERNEL"
+        );
+        assert_eq!(
+            (ev.line, ev.cpu, ev.ts_ns),
+            (7, Some(0), Some(22_498_450_000))
+        );
+        assert!(ev.callchain.is_empty());
+        // payload with ':' and a flags field with spaces stays verbatim
+        let line = "lrufault 13199 [001]   477.553532:  pagemap:mm_lru_insertion: folio=0xffffea0005938800 pfn=0x164e20 lru=1 flags=Ma    ";
+        let ev = parse_header(line, true).unwrap().into_event(1);
+        assert_eq!(ev.name, "mm_lru_insertion");
+        assert_eq!(
+            ev.payload,
+            "folio=0xffffea0005938800 pfn=0x164e20 lru=1 flags=Ma"
+        );
+    }
+
+    #[test]
+    fn perf_script_no_callchain_ip_on_header_line_is_one_frame() {
+        let text = "           false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n           false 39654 19115.489719:          1 cycles:      7fa68b1f2d84 _dl_start+0x4 (/usr/lib/ld-2.31.so)\n";
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].name, "cycles:u");
+        assert_eq!(
+            evs[0].callchain,
+            vec![frame(
+                0xffffffff9b201293,
+                "[unknown]",
+                None,
+                Some("[unknown]")
+            )]
+        );
+        assert_eq!(
+            evs[1].callchain,
+            vec![frame(
+                0x7fa68b1f2d84,
+                "_dl_start",
+                Some(4),
+                Some("/usr/lib/ld-2.31.so")
+            )]
+        );
+        assert_eq!(
+            evs[1].payload,
+            "7fa68b1f2d84 _dl_start+0x4 (/usr/lib/ld-2.31.so)"
+        );
+    }
+
+    #[test]
+    fn perf_script_no_callchain_cut_dso_stays_payload() {
+        let line = "    NetworkManager    3452 [005] 1540823.805301:    1558782 cycles:P:      7fa957737748 g_bit_lock+0x58 (/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0.7400.5>";
+        let (evs, res, _) = read_all(line, false);
+        res.unwrap();
+        assert_eq!(evs[0].comm, "NetworkManager");
+        assert!(evs[0].callchain.is_empty());
+        assert!(evs[0].payload.ends_with("0.7400.5>"));
+    }
+
+    // ---- checklist 10: frame indents, addresses, symbols, dso ----
+
+    #[test]
+    fn perf_script_checklist10_frame_indent_tab_spaces_none() {
+        let want = frame(
+            0x414b3b,
+            "fsnotify",
+            None,
+            Some("/lib/modules/4.1.0-virtual/build/vmlinux"),
+        );
+        for line in [
+            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)",
+            "                  414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)",
+            "414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)",
+        ] {
+            assert_eq!(parse_frame(line), Some((want.clone(), true)), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn perf_script_checklist10_zero_and_garbage_addresses() {
+        assert_eq!(
+            parse_frame("                       0 [unknown] ([unknown])"),
+            Some((frame(0, "[unknown]", None, Some("[unknown]")), true))
+        );
+        assert_eq!(
+            parse_frame("\t5966605dd52f8e00 [unknown] ([unknown])"),
+            Some((
+                frame(0x5966605dd52f8e00, "[unknown]", None, Some("[unknown]")),
+                true
+            ))
+        );
+        assert_eq!(parse_frame("\t          THIS_IS_A_WEIRD_LINE"), None);
+        assert_eq!(parse_frame("\t1ffffffffffffffff x (y)"), None);
+    }
+
+    #[test]
+    fn perf_script_checklist10_symbols_with_spaces_parens_and_dso_last_group() {
+        let cases = [
+            (
+                "             c6d7895aac9 LazyCompile:~body_0 evalmachine.<anonymous>:1 (/tmp/perf-31912.map)",
+                frame(0xc6d7895aac9, "LazyCompile:~body_0 evalmachine.<anonymous>:1", None, Some("/tmp/perf-31912.map")),
+            ),
+            (
+                "                  74d468 v8::Function::Call(v8::Handle<v8::Value>, int, v8::Handle<v8::Value>*) (/tmp/node-v011)",
+                frame(0x74d468, "v8::Function::Call(v8::Handle<v8::Value>, int, v8::Handle<v8::Value>*)", None, Some("/tmp/node-v011")),
+            ),
+            (
+                "            562039148b50 <alloc::boxed::Box<T> as gc::trace::Trace>::trace+0x20 (/workspaces/boa/target/debug/boa_cli)",
+                frame(0x562039148b50, "<alloc::boxed::Box<T> as gc::trace::Trace>::trace", Some(0x20), Some("/workspaces/boa/target/debug/boa_cli")),
+            ),
+            (
+                "            13a80b608e0a RegExp:[&<>\\\"\\'] (/tmp/perf-7539.map)",
+                frame(0x13a80b608e0a, "RegExp:[&<>\\\"\\']", None, Some("/tmp/perf-7539.map")),
+            ),
+            (
+                "\t    7f443cc8af43 __mmap64 (inlined)",
+                frame(0x7f443cc8af43, "__mmap64", None, Some("inlined")),
+            ),
+            (
+                "        ffffffffc09ace93 bpf_prog_2b956549c660136a_uni_l4lb+0xb80 (bpf_prog_2b956549c660136a_uni_l4lb)",
+                frame(0xffffffffc09ace93, "bpf_prog_2b956549c660136a_uni_l4lb", Some(0xb80), Some("bpf_prog_2b956549c660136a_uni_l4lb")),
+            ),
+            (
+                "\t     d70 _start+0xffff018fd5dce000 (/usr/lib/ld-2.24.so)",
+                frame(0xd70, "_start", Some(0xffff018fd5dce000), Some("/usr/lib/ld-2.24.so")),
+            ),
+            (
+                "\t  401b97 main (/tmp/x (deleted))",
+                frame(0x401b97, "main", None, Some("/tmp/x (deleted)")),
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse_frame(line), Some((want, true)), "{line}");
+        }
+        // no dso (-F ip,sym): a symbol ending in `)` without a space before `(` is not a dso
+        assert_eq!(
+            parse_frame("\t  af2fa1 node::After(uv_fs_s*)"),
+            Some((frame(0xaf2fa1, "node::After(uv_fs_s*)", None, None), false))
+        );
+    }
+
+    #[test]
+    fn perf_script_hex_comm_header_is_not_a_frame() {
+        // `dd` and `cc1` are hex: the header shapes win over the frame shape.
+        let (evs, res, _) = read_all(
+            "dd 29776 cpu-clock:\n\tffffffff81000000 x ([kernel.kallsyms])\n\ncc1 5 [001] 1.000001: lock:contention_begin: 0xffff (flags=SPIN)\n",
+            false,
+        );
+        res.unwrap();
+        assert_eq!(evs.len(), 2);
+        assert_eq!((evs[0].comm.as_str(), evs[0].callchain.len()), ("dd", 1));
+        assert_eq!(evs[1].comm, "cc1");
+        assert_eq!(evs[1].payload, "0xffff (flags=SPIN)");
+    }
+
+    #[test]
+    fn perf_script_samples_end_at_blank_and_at_next_header() {
+        let text = "sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n                       0 [unknown] ([unknown])\n\nsched-messaging    3408 [005]  7152.904036: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n";
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].callchain.len(), 2);
+        assert_eq!(evs[0].callchain[1].addr, 0);
+        assert_eq!((evs[1].tid, evs[1].cpu, evs[1].line), (3408, Some(5), 5));
+        assert_eq!(evs[1].payload, "0xc00000c80904ef00 (flags=SPIN)");
+        assert_eq!(evs[1].source, Source::PerfScript);
+    }
+
+    #[test]
+    fn perf_script_comment_header_block_skipped() {
+        let text = "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\nnoploop 21796 [001] 1410597.984841: instructions: \n\t             993 main (/root/noploop)\n\n";
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0].line, 5);
+        assert_eq!(
+            evs[0].callchain,
+            vec![frame(0x993, "main", None, Some("/root/noploop"))]
+        );
+    }
+
+    #[test]
+    fn perf_script_blank_after_header_is_tolerated() {
+        // inferno empty-line.txt
+        let text = "inline-counter 26037  8801.193547:     250000 cpu-clock:uhH:\n\t          401b97 main+0x1f (./tests/data/inline-counter/inline-counter)\n\ninline-counter 26037  8801.194312:     250000 cpu-clock:uhH:\n\n\t          401b94 main+0x1c (./tests/data/inline-counter/inline-counter)\n";
+        for lenient in [false, true] {
+            let (evs, res, diag) = read_all(text, lenient);
+            res.unwrap();
+            assert_eq!(diag.skipped, 0);
+            assert_eq!(evs.len(), 2);
+            assert_eq!(evs[1].name, "cpu-clock:uhH");
+            assert_eq!(evs[1].callchain[0].offset, Some(0x1c));
+        }
+    }
+
+    #[test]
+    fn perf_script_weird_stack_line_strict_fails_lenient_skips() {
+        // inferno weird-stack-line.txt
+        let text = "inline-counter 26037  8801.193547:     250000 cpu-clock:uhH:\n\t          401b97 main+0x1f (./tests/data/inline-counter/inline-counter)\n\ninline-counter 26037  8801.194312:     250000 cpu-clock:uhH:\n\t          THIS_IS_A_WEIRD_LINE\n";
+        let (evs, res, _) = read_all(text, false);
+        // both events are still yielded, then the error
+        assert_eq!(evs.len(), 2);
+        let err = res.unwrap_err();
+        assert_eq!(err.location(), Some(Location { line: 5, col: 12 }));
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("5:12: perf script: expected a sample header"),
+            "{msg}"
+        );
+        assert!(msg.contains("THIS_IS_A_WEIRD_LINE"), "{msg}");
+        let (evs, res, diag) = read_all(text, true);
+        res.unwrap();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(diag.skipped, 1);
+        assert_eq!(diag.first[0].location.line, 5);
+    }
+
+    #[test]
+    fn perf_script_stray_frame_after_ended_sample() {
+        let text = "a 1 1.000001: cpu-clock:\n\t1 f (d)\n\n\t2 g (d)\nb 2 1.000002: cpu-clock:\n";
+        let (evs, res, _) = read_all(text, false);
+        assert_eq!(evs.len(), 1);
+        let err = res.unwrap_err();
+        assert_eq!(err.location().map(|l| l.line), Some(4));
+        assert!(err.to_string().contains("a blank line ended"), "{err}");
+        let (evs, res, diag) = read_all(text, true);
+        res.unwrap();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].callchain.len(), 1);
+        assert_eq!(diag.skipped, 1);
+    }
+
+    #[test]
+    fn perf_script_bad_utf8_and_long_lines() {
+        let mut text = b"a 1 1.000001: cpu-clock:\n\t1 f\xff (d)\n\t2 g (d)\n".to_vec();
+        text.extend_from_slice(format!("\t3 {} (d)\n", "x".repeat(300)).as_bytes());
+        let opts = Options {
+            lenient: true,
+            max_line_len: 200,
+        };
+        let mut r = Reader::new(&text[..], &opts);
+        let ev = r.next_event().unwrap().unwrap();
+        assert_eq!(ev.callchain.len(), 1);
+        assert!(r.next_event().unwrap().is_none());
+        assert_eq!(r.diagnostics().skipped, 2);
+        assert_eq!(r.bytes_read(), text.len() as u64);
+        let (evs, res, _) = read_from(&text[..], false);
+        assert_eq!(evs.len(), 1);
+        assert!(matches!(
+            res,
+            Err(Error::Malformed {
+                kind: LineError::InvalidUtf8 { byte: 4 },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn perf_script_sniff_lines() {
+        assert!(sniff("dd 29776 666709.771979:   10101010 cpu-clock: "));
+        assert!(sniff("sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)"));
+        assert!(!sniff("java  3244 cpu-clock:"));
+        assert!(!sniff(
+            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)"
+        ));
+        assert!(!sniff("# ========"));
+        // ftrace and trace-cmd lines are not perf script
+        assert!(!sniff("             cat-117     [002] ...1.     1.602243: __bio_try_merge_page <-bio_add_page"));
+        assert!(!sniff(
+            "           sleep-89142 [001] ...1. 162573.215752: function:             mutex_unlock"
+        ));
+        assert!(!sniff(
+            "       <unknown>-200   (-----) [000] .... 0.090000: cpu_frequency_limits: x"
+        ));
+        assert!(!sniff(
+            " contended   total wait     max wait     avg wait         type   caller"
+        ));
+    }
+
+    // ---- whole files: shared corpus and own fixtures ----
+
+    /// `shared/corpus` next to the repository, or `$LOCKCAST_SHARED` (the `shared` directory or
+    /// its `corpus` directory). Panics when neither exists: a missing corpus must fail the test.
+    fn corpus_dir() -> PathBuf {
+        let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus"));
+        if p.is_dir() {
+            return p.to_path_buf();
+        }
+        if let Ok(s) = std::env::var("LOCKCAST_SHARED") {
+            let s = PathBuf::from(s);
+            for c in [s.join("corpus"), s.clone()] {
+                if c.join("perf-script").is_dir() {
+                    return c;
+                }
+            }
+            panic!(
+                "LOCKCAST_SHARED={} has no corpus/perf-script directory",
+                s.display()
+            );
+        }
+        panic!(
+            "shared corpus not found at {} and LOCKCAST_SHARED is not set; \
+             point LOCKCAST_SHARED at the shared/ directory",
+            p.display()
+        );
+    }
+
+    fn fixtures_dir() -> PathBuf {
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/perf-script"
+        ))
+        .to_path_buf()
+    }
+
+    fn open(path: &Path) -> Box<dyn BufRead> {
+        let f = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if path.extension().is_some_and(|e| e == "gz") {
+            Box::new(BufReader::new(flate2::read::GzDecoder::new(f)))
+        } else {
+            Box::new(BufReader::new(f))
+        }
+    }
+
+    /// What one corpus file must give.
+    struct Expect {
+        file: &'static str,
+        /// Samples (strict mode; before the error if there is one).
+        samples: usize,
+        /// Sum of frames over all samples.
+        frames: usize,
+        /// Strict-mode error line, if the file is malformed; lenient mode must then skip
+        /// exactly `lenient_skipped` lines and yield `lenient_samples`.
+        strict_error_line: Option<u64>,
+        lenient_skipped: u64,
+        lenient_samples: usize,
+        /// Checks on the parsed events.
+        check: fn(&[Event]),
+    }
+
+    fn ts(ev: &Event) -> (i64, u32) {
+        (ev.ts_ns.unwrap_or(-1), ev.ts_res_ns)
+    }
+
+    /// Sample counts: `grep -cE '[0-9]+\.[0-9]{6}: '` (headers with a time) or the count of
+    /// lines not starting with whitespace/`#` for files without times; frames: lines that start
+    /// with whitespace and hold a hex address (`grep -cP '^\s+[0-9a-f]+ '`), plus frames on
+    /// header lines. Values read off the raw text.
+    const CORPUS: &[Expect] = &[
+        Expect {
+            file: "flamegraph-example-perf-stacks.txt.gz",
+            samples: 1315,
+            frames: 34510,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1315,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.pid, e.tid, e.cpu),
+                    ("perf", Some(977), 977, Some(0))
+                );
+                assert_eq!(ts(e), (7_628_263_042_515_000, 1000));
+                assert_eq!(e.name, "cycles");
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffff8104f45a,
+                        "native_write_msr_safe",
+                        None,
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-cycles-instructions-01.txt",
+            samples: 444,
+            frames: 705,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 444,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.cpu, e.line),
+                    ("noploop", 21796, Some(1), 22)
+                );
+                assert_eq!(ts(e), (1_410_597_984_841_000, 1000));
+                assert_eq!(e.name, "instructions");
+                assert_eq!(
+                    e.callchain,
+                    vec![frame(0x993, "main", None, Some("/root/noploop"))]
+                );
+                assert_eq!(evs.iter().filter(|e| e.name == "cycles").count(), 111);
+                assert_eq!(evs.iter().filter(|e| e.name == "instructions").count(), 333);
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-dd-stacks-01.txt",
+            samples: 11,
+            frames: 52,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 11,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.period),
+                    ("dd", 29776, Some(10_101_010))
+                );
+                assert_eq!(ts(e), (666_709_771_979_000, 1000));
+                assert_eq!(
+                    e.callchain[5],
+                    frame(0, "[unknown]", None, Some("[unknown]"))
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-funcab-cmd-01.txt",
+            samples: 169,
+            frames: 507,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 169,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid, e.line), ("func_ab", 15285, 19));
+                assert_eq!(ts(e), (28_075_374_517_811_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(0x400577, "func_b", None, Some("/root/lang/func_ab"))
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-funcab-pid-01.txt",
+            samples: 228,
+            frames: 684,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 228,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.ts_ns, e.ts_res_ns),
+                    ("func_ab", 15294, None, 0)
+                );
+                assert_eq!(e.name, "cpu-clock");
+                assert_eq!(
+                    e.callchain[0],
+                    frame(0x400570, "func_b", None, Some("/root/lang/func_ab"))
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-iperf-stacks-pidtid-01.txt",
+            samples: 201,
+            frames: 3207,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 201,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.pid, e.tid, e.cpu),
+                    ("iperf", Some(27409), 28744, Some(0))
+                );
+                assert_eq!(ts(e), (441_995_133_575_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0x59fef5,
+                        "copy_user_enhanced_fast_string",
+                        None,
+                        Some("/lib/modules/4.3.0-rc1-virtual/build/vmlinux")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-java-faults-01.txt",
+            samples: 23,
+            frames: 143,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 23,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.cpu, e.period),
+                    ("perf", 47118, Some(11), Some(1))
+                );
+                assert_eq!(e.name, "page-faults");
+                assert_eq!(e.callchain.len(), 4);
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-java-stacks-01.txt",
+            samples: 46,
+            frames: 1233,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 46,
+            check: |evs| {
+                // comm `ab` is also a hex address: still a header
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid, e.cpu), ("ab", 23927, Some(0)));
+                assert_eq!(ts(e), (184_694_229_089_000, 1000));
+                assert_eq!(e.callchain[0].symbol, "native_write_msr_safe");
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-java-stacks-02.txt",
+            samples: 2,
+            frames: 48,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 2,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.ts_ns, e.ts_res_ns),
+                    ("java", 19983, None, 0)
+                );
+                assert_eq!(e.name, "cycles");
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffff8103d0ca,
+                        "native_write_msr_safe",
+                        None,
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-js-stacks-01.txt",
+            samples: 2,
+            frames: 34,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 2,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.ts_ns),
+                    ("node-v011", 31912, None)
+                );
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0x13a80b608e0a,
+                        "RegExp:[&<>\\\"\\']",
+                        None,
+                        Some("/tmp/perf-7539.map")
+                    )
+                );
+                assert_eq!(
+                    e.callchain[1].symbol,
+                    "LazyCompile:~body_0 evalmachine.<anonymous>:1"
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-mirageos-stacks-01.txt",
+            samples: 53,
+            frames: 228,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 53,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.cpu),
+                    ("mir-console", 23166, Some(0))
+                );
+                assert_eq!(ts(e), (1_333_768_765_000, 1000));
+                assert_eq!(e.callchain[0].symbol, "camlLwt__return_1285");
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-numa-stacks-01.txt",
+            samples: 200,
+            frames: 2345,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 200,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid, e.cpu), ("java", 11008, Some(1)));
+                assert_eq!(ts(e), (30_143_481_555_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffff81001408,
+                        "xen_hypercall_event_channel_op",
+                        None,
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-rust-Yamakaky-dcpu.txt",
+            samples: 58,
+            frames: 938,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 58,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.period),
+                    ("emulator", 4152, Some(1))
+                );
+                assert_eq!(ts(e), (75_695_008_865_000, 1000));
+                assert_eq!((e.system.as_deref(), e.name.as_str()), (None, "cycles:u"));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xd70,
+                        "_start",
+                        Some(0xffff018fd5dce000),
+                        Some("/usr/lib/ld-2.24.so")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "flamegraph-perf-vertx-stacks-01.txt",
+            samples: 286,
+            frames: 9397, // 9394 + 3 frames with an empty symbol: `7f1e2215d058  (/lib/...)`
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 286,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid, e.line), ("java", 3244, 18));
+                assert_eq!(
+                    e.callchain[1].symbol,
+                    "StealTask::do_it(GCTaskManager*, unsigned int)"
+                );
+                let empty = evs
+                    .iter()
+                    .flat_map(|e| &e.callchain)
+                    .filter(|f| f.symbol.is_empty())
+                    .count();
+                assert_eq!(empty, 3);
+            },
+        },
+        Expect {
+            file: "inferno-cpp-stacks-std-function.txt",
+            samples: 46,
+            frames: 423,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 46,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.name.as_str()),
+                    ("perf_stacks", 20602, "cycles:uppp")
+                );
+                assert_eq!(ts(e), (2_217_581_638_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffff9c2009e7,
+                        "[unknown]",
+                        None,
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+                let inlined = evs
+                    .iter()
+                    .flat_map(|e| &e.callchain)
+                    .filter(|f| f.dso.as_deref() == Some("inlined"))
+                    .count();
+                assert_eq!(inlined, 139);
+            },
+        },
+        Expect {
+            file: "inferno-empty-line.txt",
+            samples: 2,
+            frames: 2,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 2,
+            check: |evs| {
+                assert_eq!((evs[1].line, evs[1].callchain[0].offset), (4, Some(0x1c)));
+            },
+        },
+        Expect {
+            file: "inferno-go-stacks.txt",
+            samples: 5,
+            frames: 90,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 5,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.period),
+                    ("go", 6157, Some(250_000))
+                );
+                assert_eq!(ts(e), (1_224_147_545_000, 1000));
+                assert_eq!(e.name, "cpu-clock:uhH");
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0x414297,
+                        "runtime.mapassign_faststr",
+                        Some(0x277),
+                        Some("/usr/lib/go/bin/go")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "inferno-invalid-perf-with-empty-line-after-event-line.txt",
+            samples: 1,
+            frames: 6,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid), ("java", 10488));
+                assert_eq!(
+                    e.callchain[5],
+                    frame(0x5966605dd52f8e00, "[unknown]", None, Some("[unknown]"))
+                );
+            },
+        },
+        Expect {
+            file: "inferno-java-inline.txt",
+            samples: 22,
+            frames: 157,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 22,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(ts(e), (9_962_502_413_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffffaee8017b,
+                        "fput",
+                        Some(0xb),
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "inferno-single-event.txt",
+            samples: 1,
+            frames: 89,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid), ("boa_cli", 12937));
+                assert_eq!(
+                    e.callchain[0].symbol,
+                    "<std::collections::hash::map::HashMap<K,V> as gc::trace::Trace>::trace"
+                );
+                assert_eq!(e.callchain[0].offset, Some(0xbf));
+            },
+        },
+        Expect {
+            file: "inferno-single-line-stacks.txt",
+            samples: 2,
+            frames: 2,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 2,
+            check: |evs| {
+                assert_eq!((evs[0].comm.as_str(), evs[0].tid), ("false", 39654));
+                assert_eq!(evs[1].name, "cycles");
+            },
+        },
+        Expect {
+            file: "inferno-sourcepawn-jitdump.txt",
+            samples: 1,
+            frames: 34,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.period),
+                    ("spshell", 31714, Some(22_145_531))
+                );
+                assert_eq!(ts(e), (451_945_594_655_000, 1000));
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xf719f4a4,
+                        "fib.smx::fib",
+                        Some(0x3c),
+                        Some("/tmp/jitted-31714-4145673320.so")
+                    )
+                );
+            },
+        },
+        Expect {
+            file: "inferno-versioned-vmlinux.txt",
+            samples: 1,
+            frames: 17,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.cpu, e.period),
+                    ("swapper", 0, Some(12), Some(20_834_821))
+                );
+                assert_eq!(ts(e), (2_281_339_604_067_000, 1000));
+                assert_eq!(
+                    e.callchain[0].dso.as_deref(),
+                    Some("bpf_prog_2b956549c660136a_uni_l4lb")
+                );
+            },
+        },
+        Expect {
+            file: "inferno-weird-stack-line.txt",
+            samples: 2,
+            frames: 1,
+            strict_error_line: Some(5),
+            lenient_skipped: 1,
+            lenient_samples: 2,
+            check: |evs| {
+                assert_eq!(evs[1].line, 4);
+                assert!(evs[1].callchain.is_empty());
+            },
+        },
+        Expect {
+            file: "lkml-kmem-mm_page_alloc-tracepoint-callchain-v5.1.txt",
+            samples: 1,
+            frames: 6,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 1,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!((e.comm.as_str(), e.tid, e.cpu), ("perf", 6429, Some(0)));
+                assert_eq!(
+                    (e.system.as_deref(), e.name.as_str()),
+                    (Some("kmem"), "mm_page_alloc")
+                );
+                assert_eq!(
+                    e.callchain[0],
+                    frame(
+                        0xffffffffbe23e32e,
+                        "__alloc_pages_nodemask",
+                        Some(0x22e),
+                        Some("/lib/modules/5.1.0-rc3+/build/vmlinux")
+                    )
+                );
+                assert_eq!(e.callchain[5].addr, 0x5541f689495641d7);
+            },
+        },
+        Expect {
+            file: "lkml-lock-contention_begin-callchain-powerpc.txt",
+            samples: 2,
+            frames: 16,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 2,
+            check: |evs| {
+                let e = &evs[0];
+                assert_eq!(
+                    (e.comm.as_str(), e.tid, e.cpu),
+                    ("sched-messaging", 3409, Some(1))
+                );
+                assert_eq!(ts(e), (7_152_904_029_000, 1000));
+                assert_eq!(
+                    (e.system.as_deref(), e.name.as_str()),
+                    (Some("lock"), "contention_begin")
+                );
+                assert_eq!(e.payload, "0xc00000c80904ef00 (flags=SPIN)");
+                assert_eq!(
+                    e.callchain[1],
+                    frame(0, "[unknown]", None, Some("[unknown]"))
+                );
+            },
+        },
+        Expect {
+            file: "lkml-no-callchain-pid7-v6.5.txt",
+            samples: 3,
+            frames: 2,
+            strict_error_line: None,
+            lenient_skipped: 0,
+            lenient_samples: 3,
+            check: |evs| {
+                assert_eq!(
+                    (evs[0].comm.as_str(), evs[0].tid, evs[0].cpu),
+                    ("dbus-daemon", 3043, Some(3))
+                );
+                assert_eq!(
+                    evs[0].callchain[0],
+                    frame(
+                        0xffffffff9cb2bb70,
+                        "llist_add_batch",
+                        Some(0),
+                        Some("[kernel.kallsyms]")
+                    )
+                );
+                assert_eq!((evs[1].comm.as_str(), evs[1].tid), ("gdbus", 1_558_592));
+                // the third line was cut by the mail client: no `(dso)`, payload only
+                assert_eq!(evs[2].comm, "NetworkManager");
+                assert!(evs[2].callchain.is_empty());
+            },
+        },
+    ];
+
+    fn check_file(dir: &Path, x: &Expect) {
+        let path = dir.join(x.file);
+        let (evs, res, _) = read_from(open(&path), false);
+        let frames: usize = evs.iter().map(|e| e.callchain.len()).sum();
+        assert_eq!(
+            (evs.len(), frames),
+            (x.samples, x.frames),
+            "{}: samples, frames",
+            x.file
+        );
+        match (x.strict_error_line, &res) {
+            (None, Ok(())) => {}
+            (Some(line), Err(e)) => {
+                assert_eq!(e.location().map(|l| l.line), Some(line), "{}: {e}", x.file)
+            }
+            (want, got) => panic!("{}: expected error at {want:?}, got {got:?}", x.file),
+        }
+        (x.check)(&evs);
+        for e in &evs {
+            assert_eq!(e.source, Source::PerfScript);
+            assert!(!e.name.is_empty(), "{}:{}", x.file, e.line);
+        }
+        let (evs, res, diag) = read_from(open(&path), true);
+        res.unwrap_or_else(|e| panic!("{}: lenient: {e}", x.file));
+        assert_eq!(
+            (evs.len(), diag.skipped),
+            (x.lenient_samples, x.lenient_skipped),
+            "{}: lenient samples, skipped",
+            x.file
+        );
+    }
+
+    #[test]
+    fn perf_script_corpus_every_file() {
+        let dir = corpus_dir().join("perf-script");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let listed: Vec<&str> = CORPUS.iter().map(|x| x.file).collect();
+        for n in &names {
+            assert!(
+                listed.contains(&n.as_str()),
+                "corpus file {n} has no expectation in CORPUS"
+            );
+        }
+        for x in CORPUS {
+            check_file(&dir, x);
+        }
+    }
+
+    fn read_fixture(name: &str) -> Vec<Event> {
+        let (evs, res, diag) = read_from(open(&fixtures_dir().join(name)), false);
+        res.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(diag.skipped, 0);
+        evs
+    }
+
+    /// Real capture (perf 6.1, kernel 6.18): 4 tracepoints with `-g`, default `perf script`.
+    #[test]
+    fn perf_script_fixture_lrufault_tracepoints_callchains() {
+        let evs = read_fixture("lrufault-lock-lru-kmem-g.txt");
+        assert_eq!(evs.len(), 34);
+        assert_eq!(evs.iter().map(|e| e.callchain.len()).sum::<usize>(), 344);
+        let count = |name: &str| evs.iter().filter(|e| e.name == name).count();
+        assert_eq!(
+            (
+                count("mm_page_alloc"),
+                count("mm_lru_insertion"),
+                count("contention_begin"),
+                count("contention_end")
+            ),
+            (1, 31, 1, 1)
+        );
+        let e = &evs[0];
+        assert_eq!(
+            (e.comm.as_str(), e.pid, e.tid, e.cpu, e.period),
+            ("lrufault", None, 13199, Some(1), None)
+        );
+        assert_eq!(ts(e), (477_553_530_000, 1000));
+        assert_eq!(
+            (e.system.as_deref(), e.name.as_str()),
+            (Some("kmem"), "mm_page_alloc")
+        );
+        assert_eq!(
+            e.payload,
+            "page=0x164e20 pfn=0x164e20 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP"
+        );
+        assert_eq!(
+            e.callchain[0],
+            frame(
+                0xffffffff8162184b,
+                "__alloc_frozen_pages_noprof",
+                Some(0x26b),
+                Some("[kernel.kallsyms]")
+            )
+        );
+        let b = evs.iter().find(|e| e.name == "contention_begin").unwrap();
+        assert_eq!(
+            (b.line, b.tid, b.system.as_deref()),
+            (25, 13199, Some("lock"))
+        );
+        assert_eq!(b.payload, "0xffff888102abc698 (flags=SPIN)");
+        assert_eq!(b.callchain.len(), 12);
+        assert_eq!(
+            b.callchain[0],
+            frame(
+                0xffffffff82203efe,
+                "__pv_queued_spin_lock_slowpath",
+                Some(0x10e),
+                Some("[kernel.kallsyms]")
+            )
+        );
+        assert_eq!(b.callchain[3].symbol, "folio_batch_move_lru");
+        assert_eq!(
+            b.callchain[10],
+            frame(0x16ab, "worker", Some(0x6b), Some("/tmp/ps-cap/lrufault"))
+        );
+        assert_eq!(b.callchain[11].addr, 0);
+        let lru = evs.iter().find(|e| e.name == "mm_lru_insertion").unwrap();
+        assert_eq!((lru.tid, lru.cpu), (13200, Some(0)));
+        // `flags=Ma bd ` ends in a space in the raw line; the payload is trimmed
+        assert_eq!(
+            lru.payload,
+            "folio=0xffffea0004f3a300 pfn=0x13ce8c lru=0 flags=Ma bd"
+        );
+    }
+
+    /// The same window printed with `--ns`: same events, 9-digit times truncated by the µs file.
+    #[test]
+    fn perf_script_fixture_ns_matches_usec() {
+        let us = read_fixture("lrufault-lock-lru-kmem-g.txt");
+        let ns = read_fixture("lrufault-lock-lru-kmem-g-ns.txt");
+        assert_eq!(us.len(), ns.len());
+        for (a, b) in us.iter().zip(&ns) {
+            assert_eq!((a.ts_res_ns, b.ts_res_ns), (1000, 1));
+            let (ta, tb) = (a.ts_ns.unwrap(), b.ts_ns.unwrap());
+            assert_eq!(ta, tb / 1000 * 1000, "line {}", a.line);
+            let mut b = b.clone();
+            b.ts_ns = a.ts_ns;
+            b.ts_res_ns = a.ts_res_ns;
+            assert_eq!(a, &b);
+        }
+        let b = ns.iter().find(|e| e.name == "contention_begin").unwrap();
+        let e = ns.iter().find(|e| e.name == "contention_end").unwrap();
+        assert_eq!(
+            (b.ts_ns, e.ts_ns),
+            (Some(477_553_533_537), Some(477_553_618_950))
+        );
+        assert_eq!(e.payload, "0xffff888102abc698 (ret=0)");
+        assert_eq!(e.line, 399);
+    }
+
+    /// Real capture: `perf record -e cpu-clock -g -- dd ...`, default `perf script`.
+    #[test]
+    fn perf_script_fixture_dd_cpu_clock_samples() {
+        let evs = read_fixture("dd-cpu-clock-g.txt");
+        assert_eq!(evs.len(), 337);
+        assert_eq!(evs.iter().map(|e| e.callchain.len()).sum::<usize>(), 1075);
+        assert!(evs
+            .iter()
+            .all(|e| e.name == "cpu-clock" && e.system.is_none() && e.period == Some(250_000)));
+        assert!(evs.iter().all(|e| e.payload.is_empty() && e.cpu.is_none()));
+        let e = &evs[0];
+        assert_eq!((e.comm.as_str(), e.tid), ("dd", 13730));
+        assert_eq!(ts(e), (491_915_850_000, 1000));
+        assert_eq!(
+            e.callchain,
+            vec![
+                frame(
+                    0x148f2,
+                    "get_common_indices.constprop.0",
+                    Some(0xf2),
+                    Some("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+                ),
+                frame(0, "[unknown]", None, Some("[unknown]")),
+            ]
+        );
+        assert!(evs.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    }
+
+    #[test]
+    fn perf_script_streaming_does_not_need_whole_input() {
+        // A reader that yields one byte at a time gives the same events.
+        struct OneByte<'a>(&'a [u8]);
+        impl Read for OneByte<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                match (self.0.split_first(), buf.first_mut()) {
+                    (Some((b, rest)), Some(slot)) => {
+                        *slot = *b;
+                        self.0 = rest;
+                        Ok(1)
+                    }
+                    _ => Ok(0),
+                }
+            }
+        }
+        let text = std::fs::read(fixtures_dir().join("lrufault-lock-lru-kmem-g.txt")).unwrap();
+        let (a, ra, _) = read_from(&text[..], false);
+        let (b, rb, _) = read_from(BufReader::with_capacity(1, OneByte(&text)), false);
+        ra.unwrap();
+        rb.unwrap();
+        assert_eq!(a, b);
+    }
+}
