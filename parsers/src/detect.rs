@@ -45,9 +45,13 @@ pub fn detect_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<Form
         if crate::perf_lock::sniff(line) {
             return Some(Format::PerfLock);
         }
-        // TODO(sniff): crate::perf_report::sniff once the module lands
-        // TODO(sniff): crate::ftrace::sniff once the module lands
-        // TODO(sniff): crate::perf_script::sniff once the module lands
+        // perf_report::sniff joins when that module lands
+        if crate::ftrace::sniff(line) {
+            return Some(Format::Ftrace);
+        }
+        if crate::perf_script::sniff(line) {
+            return Some(Format::PerfScript);
+        }
     }
     None
 }

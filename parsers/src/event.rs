@@ -61,3 +61,13 @@ pub struct Event {
     /// Source format.
     pub source: Source,
 }
+
+impl Frame {
+    /// `sym+0xoff` as perf prints it (just `sym` without an offset).
+    pub fn symbol_with_offset(&self) -> String {
+        match self.offset {
+            Some(o) => format!("{}+{:#x}", self.symbol, o),
+            None => self.symbol.clone(),
+        }
+    }
+}

@@ -68,6 +68,10 @@ pub enum FormatArg {
     Auto,
     /// perf lock report / contention / info text.
     PerfLock,
+    /// Raw ftrace text or trace-cmd report (contention_begin/end events become waits).
+    Ftrace,
+    /// perf script output (contention_begin/end events, with call chains for the caller).
+    PerfScript,
 }
 
 /// Output file format.

@@ -29,10 +29,19 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// One perf lock input, parsed.
+/// One input, parsed: perf lock tables as they are; event traces into contention intervals
+/// and the `lock_stats` rows perf lock contention would print for them.
 struct Loaded {
     spec: InputSpec,
     parsed: perf_lock::Parsed,
+    trace: Option<Trace>,
+}
+
+struct Trace {
+    format: Format,
+    events: u64,
+    contention: DataFrame,
+    counts: lockcast::frames::contention::PairingCounts,
 }
 
 fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
@@ -40,22 +49,76 @@ fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
     let mut r = input::open(&spec.path)?;
     let format = match opts.format {
         FormatArg::PerfLock => Format::PerfLock,
+        FormatArg::Ftrace => Format::Ftrace,
+        FormatArg::PerfScript => Format::PerfScript,
         FormatArg::Auto => detect::detect(&mut r)
             .map_err(|e| Error::io(&spec.path, e))?
             .unwrap_or(Format::PerfLock),
     };
-    if format != Format::PerfLock {
-        return Err(Error::Input(format!(
-            "{}: looks like {} text; this command reads perf lock tables (use --format perf-lock to force)",
-            spec.path,
-            format.as_str()
-        )));
+    match format {
+        Format::PerfLock => {}
+        Format::Ftrace | Format::PerfScript => return load_trace(spec, r, format, opts),
+        Format::PerfReport => {
+            return Err(Error::Input(format!(
+                "{}: perf report --stdio call graphs are parsed by the library but not yet turned into tables",
+                spec.path
+            )))
+        }
     }
     let mut popts = perf_lock::Options::default();
     popts.lenient = opts.lenient;
     let parsed = perf_lock::parse_all(r, &popts).map_err(|e| Error::parse(&spec.path, e))?;
     report_skipped(&spec.path, &parsed.diagnostics);
-    Ok(Loaded { spec, parsed })
+    Ok(Loaded {
+        spec,
+        parsed,
+        trace: None,
+    })
+}
+
+fn load_trace(
+    spec: InputSpec,
+    r: Box<dyn std::io::BufRead + Send>,
+    format: Format,
+    opts: &InputOpts,
+) -> Result<Loaded, Error> {
+    use lockcast::frames::contention::Pairer;
+    use lockcast::parsers::{ftrace, perf_script};
+    let mut pairer = Pairer::default();
+    pairer.set_source(&spec.path);
+    let mut events = 0u64;
+    let err = |e| Error::parse(&spec.path, e);
+    let diagnostics = if format == Format::Ftrace {
+        let mut o = ftrace::Options::default();
+        o.lenient = opts.lenient;
+        let mut rd = ftrace::Reader::new(r, &o);
+        while let Some(e) = rd.next_event().map_err(err)? {
+            events += 1;
+            pairer.push(&e);
+        }
+        rd.diagnostics().clone()
+    } else {
+        let mut o = perf_script::Options::default();
+        o.lenient = opts.lenient;
+        let mut rd = perf_script::Reader::new(r, &o);
+        while let Some(e) = rd.next_event().map_err(err)? {
+            events += 1;
+            pairer.push(&e);
+        }
+        rd.diagnostics().clone()
+    };
+    report_skipped(&spec.path, &diagnostics);
+    let (contention, counts) = pairer.finish()?;
+    Ok(Loaded {
+        spec,
+        parsed: perf_lock::Parsed::default(),
+        trace: Some(Trace {
+            format,
+            events,
+            contention,
+            counts,
+        }),
+    })
 }
 
 fn report_skipped(path: &str, d: &lockcast::parsers::Diagnostics) {
@@ -76,9 +139,18 @@ fn report_skipped(path: &str, d: &lockcast::parsers::Diagnostics) {
 fn frame_of(loaded: &[Loaded]) -> Result<DataFrame, Error> {
     let sources = loaded
         .iter()
+        .filter(|l| l.trace.is_none())
         .map(|l| lock_stats::Source::select(&l.spec.path, &l.parsed, l.spec.block))
         .collect::<Result<Vec<_>, _>>()?;
-    lock_stats::build(&sources)
+    let mut df = lock_stats::build(&sources)?;
+    for l in loaded {
+        if let Some(t) = &l.trace {
+            let part = lock_stats::from_contention(&t.contention)?;
+            df.vstack_mut(&part)
+                .map_err(|e| Error::polars("appending trace lock_stats", e))?;
+        }
+    }
+    Ok(df)
 }
 
 fn parse(a: ParseArgs) -> Result<()> {
@@ -143,6 +215,22 @@ fn file_format(t: ToArg) -> FileFormat {
 fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
     let mut out = io::stdout().lock();
     for l in loaded {
+        if let Some(t) = &l.trace {
+            let c = t.counts;
+            writeln!(
+                out,
+                "{}: {}, {} event(s); contention: {} interval(s), {} nested begin(s), {} orphan end(s), {} unpaired begin(s), {} unusable",
+                l.spec.display(),
+                t.format.as_str(),
+                t.events,
+                c.intervals,
+                c.nested_begins,
+                c.orphan_ends,
+                c.unpaired_begins,
+                c.unusable
+            )?;
+            continue;
+        }
         let p = &l.parsed;
         writeln!(
             out,
@@ -313,6 +401,10 @@ fn summary_text(s: &TableSummary) -> String {
 
 fn load_one_table(spec: &str, opts: &InputOpts) -> Result<(String, Vec<stat_row::StatRow>), Error> {
     let l = load(spec, opts)?;
+    if l.trace.is_some() {
+        let df = frame_of(std::slice::from_ref(&l))?;
+        return Ok((l.spec.path.clone(), stat_row::rows(&df)?));
+    }
     let n = l.parsed.tables.len();
     let block = match l.spec.block {
         Some(b) => b,

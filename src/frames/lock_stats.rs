@@ -142,3 +142,109 @@ pub fn build(sources: &[Source<'_>]) -> Result<DataFrame> {
     }
     b.finish()
 }
+
+/// Aggregate a `contention` frame (traced waits) into `lock_stats` rows keyed by caller and
+/// type, as `perf lock contention` does: contended = waits, total/max/min wait from the
+/// intervals, avg = total / contended. Exact integers, so `*_err_ns` is 0.
+pub fn from_contention(df: &DataFrame) -> Result<DataFrame> {
+    use super::schema::contention as k;
+    use std::collections::BTreeMap;
+    let source = super::strs(df, k::SOURCE)?;
+    let caller = super::strs(df, k::CALLER)?;
+    let ty = super::strs(df, k::TYPE)?;
+    let wait = super::i64s(df, k::WAIT_NS)?;
+    #[derive(Default)]
+    struct Agg {
+        n: u64,
+        total: u64,
+        max: u64,
+        min: u64,
+        order: usize,
+    }
+    let mut groups: BTreeMap<(String, String, String), Agg> = BTreeMap::new();
+    for i in 0..df.height() {
+        let key = (
+            source[i].clone().unwrap_or_default(),
+            caller[i].clone().unwrap_or_else(|| "Unknown".to_string()),
+            ty[i].clone().unwrap_or_default(),
+        );
+        let w = u64::try_from(wait[i].unwrap_or(0)).unwrap_or(0);
+        let n = groups.len();
+        let a = groups.entry(key).or_insert_with(|| Agg {
+            min: u64::MAX,
+            order: n,
+            ..Agg::default()
+        });
+        a.n += 1;
+        a.total += w;
+        a.max = a.max.max(w);
+        a.min = a.min.min(w);
+    }
+    let mut rows: Vec<_> = groups.into_iter().collect();
+    // perf's default order: total wait, largest first
+    rows.sort_by(|a, b| {
+        a.0 .0
+            .cmp(&b.0 .0)
+            .then(b.1.total.cmp(&a.1.total))
+            .then(a.1.order.cmp(&b.1.order))
+    });
+    let mut b = Builder::default();
+    for (line, ((src, caller, ty), a)) in rows.into_iter().enumerate() {
+        let exact = |v: u64| Some(TimeNs::exact(v));
+        b.push_parts(
+            &src,
+            None,
+            &RowParts {
+                line: line as u64 + 1,
+                caller: Some(caller),
+                lock_type: Some(ty),
+                contended: Some(a.n),
+                total_wait: exact(a.total),
+                avg_wait: exact(a.total / a.n.max(1)),
+                max_wait: exact(a.max),
+                min_wait: exact(a.min),
+            },
+        );
+    }
+    b.finish()
+}
+
+/// The fields of an aggregated contention row.
+struct RowParts {
+    line: u64,
+    caller: Option<String>,
+    lock_type: Option<String>,
+    contended: Option<u64>,
+    total_wait: Option<TimeNs>,
+    avg_wait: Option<TimeNs>,
+    max_wait: Option<TimeNs>,
+    min_wait: Option<TimeNs>,
+}
+
+impl Builder {
+    fn push_parts(&mut self, path: &str, label: Option<&str>, r: &RowParts) {
+        self.source.push(path.to_string());
+        self.block.push(1);
+        self.label.push(label.map(str::to_string));
+        self.line.push(r.line);
+        self.kind.push("caller");
+        self.name.push(None);
+        self.name_truncated.push(false);
+        self.caller.push(r.caller.clone());
+        self.ty.push(r.lock_type.clone());
+        self.pid.push(None);
+        self.comm.push(None);
+        self.address.push(None);
+        self.symbol.push(None);
+        self.cgroup.push(None);
+        self.acquired.push(None);
+        self.contended.push(r.contended);
+        let times = [r.avg_wait, r.total_wait, r.max_wait, r.min_wait];
+        for (i, t) in times.iter().enumerate() {
+            self.waits[i].push(t.map(|t| t.ns));
+            self.errs[i].push(t.map(|t| t.err_ns));
+        }
+        self.stack
+            .push(Series::new_empty(PlSmallStr::EMPTY, &DataType::String));
+    }
+}

@@ -1,6 +1,7 @@
 //! Records → polars DataFrames. One schema per table, and every column name lives in
 //! [`schema`]; nothing else in the crate spells a column name.
 
+pub mod contention;
 pub mod lock_stats;
 pub mod schema;
 

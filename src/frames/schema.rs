@@ -89,3 +89,37 @@ pub mod lock_stats {
         STACK,
     ];
 }
+
+/// `contention`: one row per traced wait (a `contention_begin` paired with its `contention_end`).
+pub mod contention {
+    /// Table name.
+    pub const TABLE: &str = "contention";
+    /// Input file.
+    pub const SOURCE: &str = "source";
+    /// Line of the begin event.
+    pub const BEGIN_LINE: &str = "begin_line";
+    /// CPU of the begin event.
+    pub const CPU: &str = "cpu";
+    /// Waiting task id.
+    pub const TID: &str = "tid";
+    /// Waiting task name.
+    pub const COMM: &str = "comm";
+    /// Lock address as printed (hashed in ftrace, `0x...` in perf script / trace-cmd).
+    pub const LOCK: &str = "lock";
+    /// Flag names from `contention_begin` (`SPIN`, `READ`, ...).
+    pub const FLAGS: &str = "flags";
+    /// Lock type as perf names it from the flags (`spinlock`, `rwsem:R`, ...).
+    pub const TYPE: &str = "type";
+    /// Begin time, ns.
+    pub const BEGIN_NS: &str = "begin_ns";
+    /// End (grant) time, ns.
+    pub const END_NS: &str = "end_ns";
+    /// end_ns - begin_ns.
+    pub const WAIT_NS: &str = "wait_ns";
+    /// `ret=` of the end event.
+    pub const RET: &str = "ret";
+    /// Caller as perf names it (skip 3 frames, then lock functions), when there is a call chain.
+    pub const CALLER: &str = "caller";
+    /// Call chain of the begin event, innermost first, `sym+0xoff`.
+    pub const STACK: &str = "stack";
+}

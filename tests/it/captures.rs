@@ -8,7 +8,8 @@ use crate::common::*;
 
 fn parse(p: &str) -> Parsed {
     let f = std::fs::File::open(fixture(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
-    parse_all(std::io::BufReader::new(f), &Options::default()).unwrap_or_else(|e| panic!("{p}: {e}"))
+    parse_all(std::io::BufReader::new(f), &Options::default())
+        .unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
 fn captures() -> Vec<String> {
@@ -33,9 +34,27 @@ fn captures_16k_r1_values_from_raw_text() {
     let top = &rows[0];
     assert_eq!(top.caller.as_deref(), Some("folio_batch_move_lru+0x88"));
     assert_eq!(top.contended, Some(14082));
-    assert_eq!(top.total_wait, Some(TimeNs { ns: 18_730_000, err_ns: 5_000 }));
-    assert_eq!(top.max_wait, Some(TimeNs { ns: 74_720, err_ns: 5 }));
-    assert_eq!(top.avg_wait, Some(TimeNs { ns: 1_330, err_ns: 5 }));
+    assert_eq!(
+        top.total_wait,
+        Some(TimeNs {
+            ns: 18_730_000,
+            err_ns: 5_000
+        })
+    );
+    assert_eq!(
+        top.max_wait,
+        Some(TimeNs {
+            ns: 74_720,
+            err_ns: 5
+        })
+    );
+    assert_eq!(
+        top.avg_wait,
+        Some(TimeNs {
+            ns: 1_330,
+            err_ns: 5
+        })
+    );
     let rel: Vec<u64> = rows
         .iter()
         .filter(|r| r.caller.as_deref() == Some("__page_cache_release.part.0+0x58"))
@@ -71,20 +90,26 @@ fn captures_report_agrees_with_contention_for_every_capture() {
             .collect();
         let sum_c: u64 = lru.iter().filter_map(|r| r.contended).sum();
         let sum_w: u64 = lru.iter().filter_map(|r| r.total_wait.map(|t| t.ns)).sum();
-        let sum_err: u64 = lru.iter().filter_map(|r| r.total_wait.map(|t| t.err_ns)).sum();
+        let sum_err: u64 = lru
+            .iter()
+            .filter_map(|r| r.total_wait.map(|t| t.err_ns))
+            .sum();
         let rep_rows: Vec<_> = rep.tables[0]
             .rows
             .iter()
             .filter(|r| {
-                r.name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("folio_batch_move") || n.starts_with("__page_cache_rel"))
+                r.name.as_deref().is_some_and(|n| {
+                    n.starts_with("folio_batch_move") || n.starts_with("__page_cache_rel")
+                })
             })
             .collect();
         assert_eq!(rep_rows.len(), 1, "{dir}: one lruvec, one LRU lock");
         let r = rep_rows[0];
         assert_eq!(r.contended, Some(sum_c), "{dir}");
-        assert_eq!(r.acquired, r.contended, "{dir}: no lockdep, acquired counts contended only");
+        assert_eq!(
+            r.acquired, r.contended,
+            "{dir}: no lockdep, acquired counts contended only"
+        );
         let t = r.total_wait.unwrap();
         assert!(
             t.ns.abs_diff(sum_w) <= t.err_ns + sum_err,
@@ -122,6 +147,13 @@ fn captures_task_mode_and_wait_max() {
     assert!(t.tables[0].rows.iter().all(|r| r.pid.is_some()));
     let w = parse("captures/micro-16K-r1/contention-wait_max.txt");
     assert!(w.tables[0].rows.len() <= 10);
-    let maxes: Vec<u64> = w.tables[0].rows.iter().map(|r| r.max_wait.unwrap().ns).collect();
-    assert!(maxes.windows(2).all(|p| p[0] >= p[1]), "sorted by max wait: {maxes:?}");
+    let maxes: Vec<u64> = w.tables[0]
+        .rows
+        .iter()
+        .map(|r| r.max_wait.unwrap().ns)
+        .collect();
+    assert!(
+        maxes.windows(2).all(|p| p[0] >= p[1]),
+        "sorted by max wait: {maxes:?}"
+    );
 }

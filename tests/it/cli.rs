@@ -27,7 +27,10 @@ fn cli_stdin_gzip_and_zstd_give_the_same_report() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&raw).unwrap();
     let gz = lockcast_stdin(&["report", "-", "--json"], &gz.finish().unwrap());
-    let zst = lockcast_stdin(&["report", "-", "--json"], &zstd::encode_all(&raw[..], 3).unwrap());
+    let zst = lockcast_stdin(
+        &["report", "-", "--json"],
+        &zstd::encode_all(&raw[..], 3).unwrap(),
+    );
     let strip = |o: &std::process::Output| {
         let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v[0]["source"] = serde_json::Value::Null;
@@ -88,16 +91,24 @@ fn cli_parse_writes_csv_parquet_json_that_read_back() {
     .unwrap();
     assert_eq!(pq.height(), 18);
     assert_eq!(
-        pq.get_column_names().iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        pq.get_column_names()
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>(),
         lockcast::frames::schema::lock_stats::COLUMNS
     );
     let contended = pq.column("contended").unwrap().u64().unwrap().get(0);
     assert_eq!(contended, Some(14082));
     let csv = std::fs::read_to_string(dir.path().join("ls.csv")).unwrap();
     assert_eq!(csv.lines().count(), 19);
-    assert!(csv.lines().next().unwrap().starts_with("source,block,label,line,kind,name"));
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with("source,block,label,line,kind,name"));
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ls.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ls.json")).unwrap())
+            .unwrap();
     assert_eq!(json[0]["caller"], "folio_batch_move_lru+0x88");
     assert_eq!(json[0]["total_wait_ns"], 18_730_000);
     assert_eq!(json[0]["total_wait_err_ns"], 5_000);
@@ -130,7 +141,10 @@ fn cli_unknown_format_exits_3_naming_the_file() {
     let o = lockcast(&["parse", &p.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(3));
     let e = stderr(&o);
-    assert!(e.contains("notes.txt") && e.contains("unknown format") && e.contains("just some notes"), "{e}");
+    assert!(
+        e.contains("notes.txt") && e.contains("unknown format") && e.contains("just some notes"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -162,8 +176,14 @@ fn cli_missing_file_exits_4() {
 #[test]
 fn cli_usage_error_exits_2() {
     assert_eq!(lockcast(&["report"]).status.code(), Some(2));
-    assert_eq!(lockcast(&["parse", CAP, "--to", "csv"]).status.code(), Some(2));
-    assert_eq!(lockcast(&["report", CAP, "--by", "nonsense"]).status.code(), Some(2));
+    assert_eq!(
+        lockcast(&["parse", CAP, "--to", "csv"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        lockcast(&["report", CAP, "--by", "nonsense"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]
@@ -174,7 +194,11 @@ fn cli_block_out_of_range_and_ambiguous_diff_exit_3() {
     assert!(stderr(&o).contains("has 4 table(s)"), "{}", stderr(&o));
     let o = lockcast(&["diff", &seed, &seed]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("holds 4 tables; pick one"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds 4 tables; pick one"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -183,16 +207,27 @@ fn cli_failed_write_leaves_no_file() {
     let notes = dir.path().join("bad.txt");
     std::fs::write(&notes, "nothing\n").unwrap();
     let out = dir.path().join("o.parquet");
-    let o = lockcast(&["parse", &notes.to_string_lossy(), "-o", &out.to_string_lossy()]);
+    let o = lockcast(&[
+        "parse",
+        &notes.to_string_lossy(),
+        "-o",
+        &out.to_string_lossy(),
+    ]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(std::fs::read_dir(dir.path()).unwrap().count() == 1, "only the input remains");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().count() == 1,
+        "only the input remains"
+    );
 }
 
 #[test]
 fn cli_help_lists_examples_and_exit_codes() {
     let o = lockcast(&["--help"]);
     let s = stdout(&o);
-    assert!(s.contains("Exit codes:") && s.contains("lockcast diff seed.txt#1 seed.txt#2"), "{s}");
+    assert!(
+        s.contains("Exit codes:") && s.contains("lockcast diff seed.txt#1 seed.txt#2"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -201,8 +236,16 @@ fn cli_demo_runs_on_bundled_fixtures() {
     let o = lockcast(&["demo", "--out", &dir.path().to_string_lossy()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    assert!(s.contains("21414857") && s.contains("8.11x") && s.contains("5.21x"), "{s}");
-    for f in ["lock_stats.csv", "lock_stats.parquet", "lock_stats.json", "diff-seed.json"] {
+    assert!(
+        s.contains("21414857") && s.contains("8.11x") && s.contains("5.21x"),
+        "{s}"
+    );
+    for f in [
+        "lock_stats.csv",
+        "lock_stats.parquet",
+        "lock_stats.json",
+        "diff-seed.json",
+    ] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
 }
@@ -222,6 +265,12 @@ fn cli_every_perf_lock_corpus_file_parses() {
     assert!(o.status.success(), "{}", stderr(&o));
     // 18 files with tables; the BPF lost-events file holds only a debug footer
     let s = stdout(&o);
-    assert!(s.contains("contention-v6.1-bpf-lost-debug-footer.txt: perf lock, 0 table(s)"), "{s}");
-    assert!(s.trim_end().ends_with("lock_stats: 204 rows x 25 columns"), "{s}");
+    assert!(
+        s.contains("contention-v6.1-bpf-lost-debug-footer.txt: perf lock, 0 table(s)"),
+        "{s}"
+    );
+    assert!(
+        s.trim_end().ends_with("lock_stats: 204 rows x 25 columns"),
+        "{s}"
+    );
 }

@@ -14,7 +14,11 @@ pub fn shared() -> PathBuf {
         return PathBuf::from(p);
     }
     let p = repo().join("../shared");
-    assert!(p.join("corpus").is_dir(), "shared/ not found at {} (set LOCKCAST_SHARED)", p.display());
+    assert!(
+        p.join("corpus").is_dir(),
+        "shared/ not found at {} (set LOCKCAST_SHARED)",
+        p.display()
+    );
     p
 }
 

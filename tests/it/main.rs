@@ -4,3 +4,4 @@ mod captures;
 mod cli;
 mod common;
 mod seed;
+mod traces;

@@ -1,0 +1,221 @@
+//! `lock:contention_begin` / `contention_end` events → the `contention` table: one interval per
+//! traced wait, paired per (task, lock) as `perf lock contention` does (builtin-lock.c): a
+//! nested begin keeps the first, an end without a begin is an orphan, a begin never ended is
+//! unpaired. Every one of those is counted, none dropped silently.
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use lockcast_parsers::event::Event;
+use lockcast_parsers::payload;
+
+use super::schema::contention as c;
+use crate::error::{Error, Result};
+
+/// Frames perf skips before looking for the caller (`CONTENTION_STACK_SKIP` in perf 6.1's
+/// builtin-lock.c: the slowpath, the lock wrapper and the lock helper).
+pub const STACK_SKIP: usize = 3;
+
+/// Lock-implementation functions perf treats as "lock text" when naming the caller.
+fn is_lock_function(sym: &str) -> bool {
+    let s = sym.split('+').next().unwrap_or(sym);
+    s.starts_with("_raw_")
+        || s.starts_with("__raw_")
+        || s.contains("spin_lock")
+        || s.starts_with("queued_")
+        || s.starts_with("__pv_queued")
+        || s.contains("mutex_lock")
+        || s.starts_with("down_read")
+        || s.starts_with("down_write")
+        || s.starts_with("rwsem_down")
+        || s.starts_with("percpu_down")
+        // __sched_text: perf's machine__is_lock_function also covers the scheduler section
+        || s == "schedule"
+        || s.starts_with("schedule_")
+        || s.starts_with("__schedule")
+        || s.starts_with("preempt_schedule")
+        || s.starts_with("io_schedule")
+}
+
+/// The caller perf would name for a call chain: skip [`STACK_SKIP`] frames, then lock text.
+pub fn caller_of(stack: &[String]) -> Option<&str> {
+    stack
+        .iter()
+        .skip(STACK_SKIP)
+        .map(String::as_str)
+        .find(|s| !is_lock_function(s))
+}
+
+/// perf's `get_type_str` from the tracepoint's flag names.
+pub fn lock_type(flags: &str) -> &'static str {
+    let has = |f: &str| flags.split('|').any(|x| x == f);
+    match (
+        has("SPIN"),
+        has("READ"),
+        has("WRITE"),
+        has("MUTEX"),
+        has("RT"),
+        has("PERCPU"),
+    ) {
+        (_, _, _, true, _, _) => "mutex",
+        (_, true, _, _, _, true) => "pcpu-sem:R",
+        (_, _, true, _, _, true) => "pcpu-sem:W",
+        (true, true, _, _, _, _) => "rwlock:R",
+        (true, _, true, _, _, _) => "rwlock:W",
+        (true, _, _, _, _, _) => "spinlock",
+        (_, true, _, _, _, _) => "rwsem:R",
+        (_, _, true, _, _, _) => "rwsem:W",
+        (_, _, _, _, true, _) => "rt-mutex",
+        _ if flags.is_empty() => "semaphore",
+        _ => "unknown",
+    }
+}
+
+struct Pending {
+    begin_ns: i64,
+    cpu: Option<u32>,
+    line: u64,
+    flags: String,
+    stack: Vec<String>,
+    comm: String,
+}
+
+/// What pairing could not use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PairingCounts {
+    /// Intervals produced.
+    pub intervals: u64,
+    /// Begins inside an open wait of the same task and lock (kept the first).
+    pub nested_begins: u64,
+    /// Ends with no open begin.
+    pub orphan_ends: u64,
+    /// Begins never ended before the capture stopped.
+    pub unpaired_begins: u64,
+    /// Contention events without a timestamp or with an unreadable payload.
+    pub unusable: u64,
+}
+
+/// Streaming builder of the `contention` table.
+#[derive(Default)]
+pub struct Pairer {
+    open: HashMap<(i32, String), Pending>,
+    counts: PairingCounts,
+    source: Vec<String>,
+    begin_line: Vec<u64>,
+    cpu: Vec<Option<u32>>,
+    tid: Vec<i64>,
+    comm: Vec<String>,
+    lock: Vec<String>,
+    flags: Vec<String>,
+    ty: Vec<&'static str>,
+    begin_ns: Vec<i64>,
+    end_ns: Vec<i64>,
+    wait_ns: Vec<i64>,
+    ret: Vec<i32>,
+    caller: Vec<Option<String>>,
+    stack: Vec<Series>,
+    current_source: String,
+}
+
+impl Pairer {
+    /// Start a new input; pending waits of the previous input become unpaired.
+    pub fn set_source(&mut self, source: &str) {
+        self.flush_open();
+        self.current_source = source.to_string();
+    }
+
+    fn flush_open(&mut self) {
+        self.counts.unpaired_begins += self.open.len() as u64;
+        self.open.clear();
+    }
+
+    /// Feed one event; events other than `contention_begin`/`_end` are ignored.
+    pub fn push(&mut self, e: &Event) {
+        match e.name.as_str() {
+            "contention_begin" => {
+                let (Some(ts), Ok(b)) = (e.ts_ns, payload::contention_begin(&e.payload)) else {
+                    self.counts.unusable += 1;
+                    return;
+                };
+                let key = (e.tid, b.lock);
+                if self.open.contains_key(&key) {
+                    self.counts.nested_begins += 1;
+                    return;
+                }
+                self.open.insert(
+                    key,
+                    Pending {
+                        begin_ns: ts,
+                        cpu: e.cpu,
+                        line: e.line,
+                        flags: b.flags,
+                        stack: e.callchain.iter().map(|f| f.symbol_with_offset()).collect(),
+                        comm: e.comm.clone(),
+                    },
+                );
+            }
+            "contention_end" => {
+                let (Some(ts), Ok(end)) = (e.ts_ns, payload::contention_end(&e.payload)) else {
+                    self.counts.unusable += 1;
+                    return;
+                };
+                let Some(p) = self.open.remove(&(e.tid, end.lock.clone())) else {
+                    self.counts.orphan_ends += 1;
+                    return;
+                };
+                self.counts.intervals += 1;
+                self.source.push(self.current_source.clone());
+                self.begin_line.push(p.line);
+                self.cpu.push(p.cpu);
+                self.tid.push(i64::from(e.tid));
+                self.comm.push(p.comm);
+                self.ty.push(lock_type(&p.flags));
+                self.lock.push(end.lock);
+                self.flags.push(p.flags);
+                self.begin_ns.push(p.begin_ns);
+                self.end_ns.push(ts);
+                self.wait_ns.push(ts - p.begin_ns);
+                self.ret.push(end.ret);
+                self.caller.push(caller_of(&p.stack).map(str::to_string));
+                self.stack.push(Series::new(PlSmallStr::EMPTY, p.stack));
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts so far.
+    pub fn counts(&self) -> PairingCounts {
+        self.counts
+    }
+
+    /// Finish: the `contention` frame and the final counts.
+    pub fn finish(mut self) -> Result<(DataFrame, PairingCounts)> {
+        self.flush_open();
+        let height = self.tid.len();
+        let stack = if self.stack.is_empty() {
+            Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String)))
+        } else {
+            Series::new(c::STACK.into(), self.stack)
+        };
+        let cols = vec![
+            Column::new(c::SOURCE.into(), self.source),
+            Column::new(c::BEGIN_LINE.into(), self.begin_line),
+            Column::new(c::CPU.into(), self.cpu),
+            Column::new(c::TID.into(), self.tid),
+            Column::new(c::COMM.into(), self.comm),
+            Column::new(c::LOCK.into(), self.lock),
+            Column::new(c::FLAGS.into(), self.flags),
+            Column::new(c::TYPE.into(), self.ty),
+            Column::new(c::BEGIN_NS.into(), self.begin_ns),
+            Column::new(c::END_NS.into(), self.end_ns),
+            Column::new(c::WAIT_NS.into(), self.wait_ns),
+            Column::new(c::RET.into(), self.ret),
+            Column::new(c::CALLER.into(), self.caller),
+            stack.into(),
+        ];
+        let df =
+            DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))?;
+        Ok((df, self.counts))
+    }
+}
