@@ -174,7 +174,7 @@ impl<R: BufRead> Reader<R> {
                     return Ok(self.pending.take().map(|(ev, _)| ev));
                 }
                 Ok(Some(Line::Bad(d))) => Class::Bad(d),
-                Ok(Some(Line::Text(s))) => classify(s, line_no),
+                Ok(Some(Line::Text(s))) => classify(s, line_no, self.pending.is_some()),
             };
             match class {
                 Class::Comment => {}
@@ -188,27 +188,12 @@ impl<R: BufRead> Reader<R> {
                         return Ok(Some(prev));
                     }
                 }
-                Class::Frame(f) => match self.pending.as_mut() {
-                    Some((ev, n)) => {
+                Class::Frame(f) => {
+                    if let Some((ev, n)) = self.pending.as_mut() {
                         ev.callchain.push(f);
                         *n += 1;
                     }
-                    None => {
-                        // The frame text is not kept in `Class::Frame`; rebuild a short one.
-                        let text = format!("{:x} {}", f.addr, f.symbol);
-                        let d = Diagnostic {
-                            location: Location {
-                                line: line_no,
-                                col: 1,
-                            },
-                            kind: LineError::expected(EXPECTED_HEADER_FIRST, &text),
-                            line_text: cut(&text, 120),
-                        };
-                        if let Some(r) = self.bad(d) {
-                            return r;
-                        }
-                    }
-                },
+                }
                 Class::Bad(d) => {
                     if let Some(r) = self.bad(d) {
                         return r;
@@ -254,7 +239,10 @@ pub fn sniff(line: &str) -> bool {
 /// a frame ending in `(dso)`, a header without time, a frame without dso. The order matters for
 /// lines that fit two shapes: `dd 29776 cpu-clock:` is a header (comm `dd` is also hex), and a
 /// JIT frame `12345 Builtin: x (/tmp/perf-1.map)` is a frame.
-fn classify(s: &str, line_no: u64) -> Class {
+///
+/// A frame when no sample is open (`in_sample` false: a blank line ended the last one) is
+/// malformed.
+fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
     if s.trim().is_empty() {
         return Class::Blank;
     }
@@ -265,22 +253,26 @@ fn classify(s: &str, line_no: u64) -> Class {
         return Class::Header(h.into_event(line_no));
     }
     let frame = parse_frame(s);
-    if let Some((f, true)) = frame {
-        return Class::Frame(f);
-    }
+    let what = match frame {
+        Some((f, true)) if in_sample => return Class::Frame(f),
+        Some((_, true)) => EXPECTED_HEADER_FIRST,
+        _ => EXPECTED_LINE,
+    };
     if let Some(h) = parse_header(s, false) {
         return Class::Header(h.into_event(line_no));
     }
-    if let Some((f, false)) = frame {
-        return Class::Frame(f);
-    }
+    let what = match frame {
+        Some((f, false)) if in_sample => return Class::Frame(f),
+        Some((_, false)) => EXPECTED_HEADER_FIRST,
+        _ => what,
+    };
     let col = s.len() - s.trim_start().len() + 1;
     Class::Bad(Diagnostic {
         location: Location {
             line: line_no,
             col: u32::try_from(col).unwrap_or(u32::MAX),
         },
-        kind: LineError::expected(EXPECTED_LINE, s.trim()),
+        kind: LineError::expected(what, s.trim()),
         line_text: cut(s, 120),
     })
 }
@@ -998,6 +990,7 @@ mod tests {
         let err = res.unwrap_err();
         assert_eq!(err.location().map(|l| l.line), Some(4));
         assert!(err.to_string().contains("a blank line ended"), "{err}");
+        assert!(err.to_string().ends_with("got \"2 g (d)\""), "{err}");
         let (evs, res, diag) = read_all(text, true);
         res.unwrap();
         assert_eq!(evs.len(), 2);
@@ -1876,6 +1869,49 @@ mod tests {
             ]
         );
         assert!(evs.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    }
+
+    /// Mutated real input (bytes deleted, inserted, lines cut) must never panic, in either
+    /// mode. Deterministic: a fixed xorshift seed.
+    #[test]
+    fn perf_script_mutated_input_never_panics() {
+        let base = std::fs::read(fixtures_dir().join("lrufault-lock-lru-kmem-g.txt")).unwrap();
+        let alphabet: &[u8] = b" \t\n|-%()[]:./0123456789abcdef#x\xff\xc3\xa9";
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let start = (next() as usize) % base.len();
+            let len = (next() as usize) % 4000;
+            let mut buf = base[start..(start + len).min(base.len())].to_vec();
+            for _ in 0..(next() % 20) {
+                if buf.is_empty() {
+                    break;
+                }
+                let at = (next() as usize) % buf.len();
+                if next() % 2 == 0 {
+                    buf.remove(at);
+                } else {
+                    buf.insert(at, alphabet[(next() as usize) % alphabet.len()]);
+                }
+            }
+            for lenient in [false, true] {
+                let opts = Options {
+                    lenient,
+                    max_line_len: 300,
+                };
+                let mut r = Reader::new(&buf[..], &opts);
+                let mut n = 0;
+                while let Ok(Some(_)) = r.next_event() {
+                    n += 1;
+                    assert!(n <= buf.len());
+                }
+            }
+        }
     }
 
     #[test]
