@@ -79,3 +79,15 @@ fn traces_pairing_counts_every_event() {
         "{s}"
     );
 }
+
+#[test]
+fn traces_raw_ftrace_text_pairs_every_wait() {
+    // 388 event lines, 95 contention_begin and 95 contention_end (grep -c on the raw text)
+    let o = lockcast(&["parse", "fixtures/ftrace/tracefs-6.18.44-default.txt"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("ftrace, 388 event(s); contention: 95 interval(s), 0 nested begin(s), 0 orphan end(s), 0 unpaired begin(s)"),
+        "{}",
+        stdout(&o)
+    );
+}
