@@ -45,7 +45,9 @@ pub fn detect_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<Form
         if crate::perf_lock::sniff(line) {
             return Some(Format::PerfLock);
         }
-        // perf_report::sniff joins when that module lands
+        if crate::perf_report::sniff(line) {
+            return Some(Format::PerfReport);
+        }
         if crate::ftrace::sniff(line) {
             return Some(Format::Ftrace);
         }

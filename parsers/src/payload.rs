@@ -103,13 +103,19 @@ pub fn key_values(payload: &str) -> Vec<(&str, &str)> {
     }
     for (n, &(ks, ke)) in starts.iter().enumerate() {
         let vend = starts.get(n + 1).map_or(payload.len(), |&(s, _)| s);
-        let v = payload[ke + 1..vend].trim_end_matches(' ').trim_end_matches(',');
+        let v = payload[ke + 1..vend]
+            .trim_end_matches(' ')
+            .trim_end_matches(',');
         out.push((&payload[ks..ke], v));
     }
     out
 }
 
-fn get<'a>(kv: &[(&'a str, &'a str)], key: &'static str, payload: &str) -> Result<&'a str, LineError> {
+fn get<'a>(
+    kv: &[(&'a str, &'a str)],
+    key: &'static str,
+    payload: &str,
+) -> Result<&'a str, LineError> {
     kv.iter()
         .find(|(k, _)| *k == key)
         .map(|(_, v)| *v)
@@ -135,7 +141,9 @@ fn key_what(key: &'static str) -> &'static str {
 /// pfn: `0x1a2b` (v5.14+) or decimal (older kernels).
 fn pfn(v: &str) -> Result<u64, LineError> {
     match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).map_err(|_| LineError::expected("a hexadecimal pfn", v)),
+        Some(h) => {
+            u64::from_str_radix(h, 16).map_err(|_| LineError::expected("a hexadecimal pfn", v))
+        }
         None => v.parse().map_err(|_| LineError::expected("a pfn", v)),
     }
 }
@@ -235,7 +243,10 @@ mod tests {
         assert_eq!(b.lock, "0xffff888102abc698");
         assert_eq!(b.flags, "SPIN");
         let b = contention_begin("00000000283d31fc (flags=SPIN|READ)").unwrap();
-        assert_eq!((b.lock.as_str(), b.flags.as_str()), ("00000000283d31fc", "SPIN|READ"));
+        assert_eq!(
+            (b.lock.as_str(), b.flags.as_str()),
+            ("00000000283d31fc", "SPIN|READ")
+        );
         assert_eq!(contention_begin("0xc0 (flags=)").unwrap().flags, "");
         assert!(contention_begin("0xc0").is_err());
     }
@@ -277,7 +288,9 @@ mod tests {
         assert_eq!(kv[0], ("mm", "00000000283d31fc"));
         assert_eq!(kv[5], ("status", "no_writable_page"));
         assert_eq!(kv.len(), 7);
-        let kv = key_values("prev_comm=CPU 0/KVM prev_pid=42 prev_state=R+ ==> next_comm=swapper/0 next_pid=0");
+        let kv = key_values(
+            "prev_comm=CPU 0/KVM prev_pid=42 prev_state=R+ ==> next_comm=swapper/0 next_pid=0",
+        );
         assert_eq!(kv[0], ("prev_comm", "CPU 0/KVM"));
         assert_eq!(kv[2], ("prev_state", "R+ ==>"));
         assert_eq!(kv[3], ("next_comm", "swapper/0"));
