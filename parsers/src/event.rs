@@ -54,8 +54,10 @@ pub struct Event {
     pub name: String,
     /// Sample period, when printed.
     pub period: Option<u64>,
-    /// Everything after the event name, leading blanks removed (trailing spaces are kept:
-    /// `mm_lru_insertion flags=` may end in spaces); empty for samples with call chains.
+    /// Everything after the event name, leading blanks removed. ftrace/trace-cmd keep trailing
+    /// spaces, perf script trims them, so fixed-width fields at the end of a payload
+    /// (`mm_lru_insertion flags=`) are padded back by [`crate::payload`]. Empty for samples
+    /// with call chains.
     pub payload: String,
     /// Call chain, innermost frame first (perf script `-g`); empty otherwise.
     pub callchain: Vec<Frame>,

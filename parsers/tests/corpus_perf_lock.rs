@@ -54,7 +54,10 @@ fn corpus_bpf_caller_aarch64_seconds() {
     assert_eq!(rows.len(), 11);
     assert_eq!(rows[0].contended, Some(6));
     assert_eq!(rows[0].total_wait, t(6_030_000_000, 5_000_000));
-    assert_eq!(rows[0].caller.as_deref(), Some("__tick_broadcast_oneshot_control+0xc0"));
+    assert_eq!(
+        rows[0].caller.as_deref(),
+        Some("__tick_broadcast_oneshot_control+0xc0")
+    );
     assert_eq!(rows[4].lock_type.as_deref(), Some("rwsem:W"));
     assert_eq!(rows[4].total_wait, t(702_630, 5));
     assert_eq!(rows[10].caller.as_deref(), Some("clk_prepare_lock+0x4c"));
@@ -73,7 +76,10 @@ fn corpus_csv_two_tables_and_raw_ns() {
     assert_eq!(r.avg_wait, Some(TimeNs::exact(10_849)));
     assert_eq!(r.lock_type.as_deref(), Some("rwsem:R"));
     assert_eq!(r.caller.as_deref(), Some("do_user_addr_fault+0x40e"));
-    assert_eq!(p.tables[1].rows[0].caller.as_deref(), Some("raw_spin_rq_lock_nested+0x1b"));
+    assert_eq!(
+        p.tables[1].rows[0].caller.as_deref(),
+        Some("raw_spin_rq_lock_nested+0x1b")
+    );
 }
 
 #[test]
@@ -86,7 +92,10 @@ fn corpus_filter_l_two_tables_labelled_by_command() {
     );
     assert_eq!(p.tables[0].rows[0].contended, Some(39412));
     assert_eq!(p.tables[0].rows[0].total_wait, t(1_580_000_000, 5_000_000));
-    assert_eq!(p.tables[1].rows[0].caller.as_deref(), Some("tick_irq_enter+0xf0"));
+    assert_eq!(
+        p.tables[1].rows[0].caller.as_deref(),
+        Some("tick_irq_enter+0xf0")
+    );
 }
 
 #[test]
@@ -106,10 +115,16 @@ fn corpus_lock_addr_blank_symbols() {
 fn corpus_slab_object_symbols() {
     let p = parse("contention-lock-addr-slab-objects.txt");
     assert_eq!(p.tables.len(), 3);
-    assert_eq!(p.tables[0].rows[2].symbol.as_deref(), Some("&kmalloc-cg-512"));
+    assert_eq!(
+        p.tables[0].rows[2].symbol.as_deref(),
+        Some("&kmalloc-cg-512")
+    );
     assert_eq!(p.tables[1].rows.len(), 2);
     assert_eq!(p.tables[2].header.mode, Mode::Caller);
-    assert_eq!(p.tables[2].rows[2].caller.as_deref(), Some("futex_exec_release+0x21"));
+    assert_eq!(
+        p.tables[2].rows[2].caller.as_deref(),
+        Some("futex_exec_release+0x21")
+    );
 }
 
 #[test]
@@ -161,7 +176,10 @@ fn corpus_v60_wider_columns() {
     let p = parse("contention-v6.0-bpf-caller-cover-letter.txt");
     assert_eq!(p.tables[0].rows.len(), 10);
     assert_eq!(p.tables[0].rows[0].contended, Some(42));
-    assert_eq!(p.tables[0].rows[0].caller.as_deref(), Some("queue_work_on+0x20"));
+    assert_eq!(
+        p.tables[0].rows[0].caller.as_deref(),
+        Some("queue_work_on+0x20")
+    );
 }
 
 #[test]
@@ -204,7 +222,10 @@ fn corpus_report_minutes_hours() {
     let r = &p.tables[0].rows[1];
     assert_eq!(r.name.as_deref(), Some("pcpu_alloc_mutex"));
     assert_eq!(r.total_wait, t(78_000_000_000, 300_000_000));
-    assert_eq!(p.tables[1].rows[0].max_wait.map(|t| t.ns), Some(18_446_743_800_000_000_000));
+    assert_eq!(
+        p.tables[1].rows[0].max_wait.map(|t| t.ns),
+        Some(18_446_743_800_000_000_000)
+    );
 }
 
 #[test]
@@ -226,7 +247,11 @@ fn corpus_report_v518_vs_v520_same_numbers() {
     for (x, y) in a.tables[0].rows.iter().zip(&b.tables[0].rows) {
         assert_eq!(x.name, y.name);
         let (xt, yt) = (x.total_wait.unwrap(), y.total_wait.unwrap());
-        assert!(xt.ns.abs_diff(yt.ns) <= yt.err_ns, "{:?} {xt:?} {yt:?}", x.name);
+        assert!(
+            xt.ns.abs_diff(yt.ns) <= yt.err_ns,
+            "{:?} {xt:?} {yt:?}",
+            x.name
+        );
     }
 }
 
@@ -234,7 +259,10 @@ fn corpus_report_v518_vs_v520_same_numbers() {
 fn corpus_report_truncated_names() {
     let p = parse("report-v5.18-ns-truncated-names.txt");
     let rows = &p.tables[0].rows;
-    let lru = rows.iter().find(|r| r.name.as_deref() == Some("&lruvec->lru_loc...")).unwrap();
+    let lru = rows
+        .iter()
+        .find(|r| r.name.as_deref() == Some("&lruvec->lru_loc..."))
+        .unwrap();
     assert!(lru.name_truncated);
     assert_eq!(lru.total_wait, Some(TimeNs::exact(56_272)));
     let c = parse("report-v5.18-combine-locks-c.txt");
