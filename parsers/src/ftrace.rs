@@ -89,7 +89,7 @@ use nom::{IResult, Parser};
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
 use crate::event::{Event, Source};
-use crate::lines::{Line, LineReader, DEFAULT_MAX_LINE_LEN};
+use crate::lines::{Line, LineReader};
 
 /// Format name in errors for kernel text.
 const FORMAT_FTRACE: &str = "ftrace";
@@ -114,26 +114,8 @@ const MAX_PREFIX: usize = 512;
 /// How many distinct trace-cmd buffer names [`Header::buffers`] keeps.
 const MAX_BUFFERS: usize = 64;
 
-/// Options of a [`Reader`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// Skip malformed lines, counting them in [`Reader::diagnostics`], instead of returning an
-    /// error for the first one. Default: false.
-    pub lenient: bool,
-    /// Longest line accepted, in bytes; longer lines are malformed (and so is a multi-line
-    /// payload growing beyond it). Default: [`DEFAULT_MAX_LINE_LEN`] (1 MiB).
-    pub max_line_len: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            lenient: false,
-            max_line_len: DEFAULT_MAX_LINE_LEN,
-        }
-    }
-}
+/// Reader options, shared by every format: see [`crate::lines::ReaderOptions`].
+pub use crate::lines::ReaderOptions as Options;
 
 /// What the preamble (and the shape of the lines) said about the trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

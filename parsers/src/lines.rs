@@ -12,6 +12,27 @@ use crate::error::{cut, Diagnostic, Error, LineError, Location};
 /// symbols reach a few KiB) and small enough that a hostile line cannot exhaust memory.
 pub const DEFAULT_MAX_LINE_LEN: usize = 1 << 20;
 
+/// Options every reader in this crate takes (each format module re-exports it as `Options`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ReaderOptions {
+    /// Skip malformed lines, counting them in the reader's `Diagnostics`, instead of failing on
+    /// the first one. Default: false.
+    pub lenient: bool,
+    /// Longest line accepted; longer lines are malformed without being buffered.
+    /// Default: [`DEFAULT_MAX_LINE_LEN`].
+    pub max_line_len: usize,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        ReaderOptions {
+            lenient: false,
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+        }
+    }
+}
+
 /// A line-by-line reader over any `BufRead`.
 pub struct LineReader<R> {
     inner: R,

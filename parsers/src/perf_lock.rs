@@ -21,30 +21,13 @@ use nom::{IResult, Parser};
 use serde::Serialize;
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::lines::{Line, LineReader, DEFAULT_MAX_LINE_LEN};
+use crate::lines::{Line, LineReader};
 use crate::time::{scaled_decimal, unit_ns, TimeNs};
 
 const FORMAT: &str = "perf lock";
 
-/// Reader options.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// Skip malformed table rows (counting them in [`Diagnostics`]) instead of failing.
-    /// Default: false.
-    pub lenient: bool,
-    /// Longest line accepted. Default: [`DEFAULT_MAX_LINE_LEN`].
-    pub max_line_len: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            lenient: false,
-            max_line_len: DEFAULT_MAX_LINE_LEN,
-        }
-    }
-}
+/// Reader options, shared by every format: see [`crate::lines::ReaderOptions`].
+pub use crate::lines::ReaderOptions as Options;
 
 /// A value column of a `perf lock` table, named by its `-F`/`-k` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

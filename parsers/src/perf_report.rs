@@ -71,7 +71,7 @@
 use std::io::BufRead;
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::lines::{self, Line, LineReader};
+use crate::lines::{Line, LineReader};
 
 /// Format name used in errors.
 const FORMAT: &str = "perf report";
@@ -79,25 +79,8 @@ const FORMAT: &str = "perf report";
 /// Width of one call-graph level (`"|          "`, hist.c).
 const LEVEL_WIDTH: usize = 11;
 
-/// Reader options.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// Skip and count malformed lines instead of failing on the first one. Default: false.
-    pub lenient: bool,
-    /// Longest line accepted, in bytes; longer lines are malformed. Default:
-    /// [`lines::DEFAULT_MAX_LINE_LEN`].
-    pub max_line_len: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            lenient: false,
-            max_line_len: lines::DEFAULT_MAX_LINE_LEN,
-        }
-    }
-}
+/// Reader options, shared by every format: see [`crate::lines::ReaderOptions`].
+pub use crate::lines::ReaderOptions as Options;
 
 /// One histogram entry (one line of the table) with its call graph.
 #[derive(Debug, Clone, PartialEq)]

@@ -69,7 +69,7 @@ use nom::{IResult, Parser};
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
 use crate::event::{Event, Frame, Source};
-use crate::lines::{self, Line, LineReader};
+use crate::lines::{Line, LineReader};
 
 /// Format name used in errors.
 const FORMAT: &str = "perf script";
@@ -85,25 +85,8 @@ const EXPECTED_HEADER_FIRST: &str =
 /// Modifier letters perf appends to event names (`cycles:u`, `cycles:uppp`, `cpu-clock:uhH`).
 const MODIFIERS: &str = "ukhIGHpPSDWebR";
 
-/// Reader options.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// Skip and count malformed lines instead of failing on the first one. Default: false.
-    pub lenient: bool,
-    /// Longest line accepted, in bytes; longer lines are malformed. Default:
-    /// [`lines::DEFAULT_MAX_LINE_LEN`].
-    pub max_line_len: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            lenient: false,
-            max_line_len: lines::DEFAULT_MAX_LINE_LEN,
-        }
-    }
-}
+/// Reader options, shared by every format: see [`crate::lines::ReaderOptions`].
+pub use crate::lines::ReaderOptions as Options;
 
 /// Streaming reader of `perf script` text.
 pub struct Reader<R> {
