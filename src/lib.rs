@@ -14,6 +14,7 @@ pub mod frames;
 pub mod input;
 pub mod output;
 pub mod units;
+pub mod whatif;
 
 pub use error::{Error, Result};
 pub use lockcast_parsers as parsers;

@@ -59,6 +59,112 @@ order, and the `match` column says which rows were paired that way.")]
     Diff(DiffArgs),
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
+    /// Predict a patch's lru_lock contention by replaying a baseline capture through its policy.
+    #[command(after_help = WHATIF_HELP)]
+    Whatif(WhatifArgs),
+    /// Check a prediction: replay BASE through POLICY and compare with what AFTER measured.
+    #[command(after_help = VALIDATE_HELP)]
+    Validate(ValidateArgs),
+}
+
+const WHATIF_HELP: &str = "\
+Policies (parameters with --set key=value):
+  baseline     no change (replays the capture; checks the model against it)
+  lru-cache    RFC v3 lru cache for smaller large folios: max_cached_pages=31 batch_folio_cap=31
+               batch_page_cap=31 drain_rule=after-add|before-add (the interval covers both rules)
+  folio-size   the same workload at another mTHP size: folio_kb=N, and time_scale=X or
+               target_duration_ns=N (untraced run time at the target size; default scale 1)
+
+The capture: an event trace with nanosecond timestamps of lock:contention_begin,
+lock:contention_end, pagemap:mm_lru_insertion, kmem:mm_page_alloc and kmem:mm_page_free.
+Low-overhead recipe (no call chains; -g stretches lock holds several-fold):
+  perf record -m 4096 -e lock:contention_begin -e lock:contention_end \\
+      -e pagemap:mm_lru_insertion -e kmem:mm_page_alloc -e kmem:mm_page_free -- WORKLOAD
+  perf script --ns > capture.txt        (or trace-cmd report -t; raw tracefs text is µs only)
+fixtures/capture-replay.sh does this and writes a `meta` file beside the capture with the
+untraced run time and the spinlock slowpath (paravirt or not) that the replay reads.
+
+A perf lock table (report/contention text) instead of a trace gets the closed-form model:
+  --set folio_kb=16 --set cpus=20 [--set acquisitions=N] [--set f=0.9]
+
+Examples:
+  lockcast whatif lru-cache fixtures/replay/micro-16K-r1/script-ns.txt.gz
+  lockcast whatif lru-cache capture.txt --set drain_rule=before-add --json
+  lockcast whatif folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz --set folio_kb=4
+  lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20";
+
+const VALIDATE_HELP: &str = "\
+AFTER is a capture of the situation the policy describes (for folio-size: the same workload at
+the target size; its meta file's untraced run time sets the time scale). Errors are
+(predicted - measured) / measured.
+
+Examples:
+  lockcast validate folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz \\
+      fixtures/replay/micro-4K-r1/script-ns.txt.gz
+  lockcast validate baseline fixtures/replay/micro-16K-r2/script-ns.txt.gz \\
+      fixtures/replay/micro-16K-r2/script-ns.txt.gz --json";
+
+/// Observation rule of lock:contention_begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ObservationArg {
+    /// Paravirt spinlocks (VM guests): every slowpath is traced.
+    Paravirt,
+    /// Native qspinlock: the first (pending-bit) waiter is not traced.
+    BareMetal,
+}
+
+/// Options of the replay engine.
+#[derive(Debug, Clone, Args)]
+pub struct EngineOpts {
+    /// Policy parameter (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Observation rule (default: from the capture's call chains or meta file).
+    #[arg(long, value_enum)]
+    pub observation: Option<ObservationArg>,
+    /// Lock to treat as lru_lock, address as printed (default: detected).
+    #[arg(long)]
+    pub lock: Option<String>,
+    /// Bootstrap replicates for the interval.
+    #[arg(long, default_value_t = 200)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (same seed, same interval).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Quantile of waiters' arrival offsets after the holder's insertion taken as the end of
+    /// its hold (the collision window's edge; see the sensitivity table).
+    #[arg(long, default_value_t = 0.975)]
+    pub window_quantile: f64,
+    /// Skip malformed lines (counted and reported).
+    #[arg(long)]
+    pub lenient: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lockcast whatif`.
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// Policy: baseline, lru-cache, folio-size.
+    pub policy: String,
+    /// Baseline capture (event trace, or a perf lock table for the closed-form model).
+    pub capture: String,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+}
+
+/// `lockcast validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Policy.
+    pub policy: String,
+    /// Baseline capture.
+    pub base: String,
+    /// Capture of the situation the policy predicts.
+    pub after: String,
+    #[command(flatten)]
+    pub engine: EngineOpts,
 }
 
 /// Input format override.

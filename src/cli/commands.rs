@@ -26,6 +26,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Report(a) => report_cmd(a),
         Command::Diff(a) => diff_cmd(a),
         Command::Demo(a) => demo(a),
+        Command::Whatif(a) => super::whatif::whatif(a),
+        Command::Validate(a) => super::whatif::validate(a),
     }
 }
 
@@ -399,7 +401,10 @@ fn summary_text(s: &TableSummary) -> String {
     text
 }
 
-fn load_one_table(spec: &str, opts: &InputOpts) -> Result<(String, Vec<stat_row::StatRow>), Error> {
+pub(super) fn load_one_table(
+    spec: &str,
+    opts: &InputOpts,
+) -> Result<(String, Vec<stat_row::StatRow>), Error> {
     let l = load(spec, opts)?;
     if l.trace.is_some() {
         let df = frame_of(std::slice::from_ref(&l))?;

@@ -2,6 +2,7 @@
 
 mod args;
 mod commands;
+mod whatif;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -1,0 +1,312 @@
+//! `lockcast whatif` and `lockcast validate`: read a capture, run the engine, print.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use lockcast::output::table::{render, Align};
+use lockcast::units::perf_time;
+use lockcast::whatif::des::Metrics;
+use lockcast::whatif::trace::Observation;
+use lockcast::whatif::{self, policy, summary, Outcome};
+use lockcast::Error;
+
+use lockcast::parsers::detect::{self, Format};
+
+use super::args::{EngineOpts, FormatArg, InputOpts, ObservationArg, ValidateArgs, WhatifArgs};
+
+pub fn whatif(a: WhatifArgs) -> Result<()> {
+    let set = parse_set(&a.engine.set)?;
+    if is_table(&a.capture)? {
+        let opts = InputOpts {
+            format: FormatArg::Auto,
+            lenient: a.engine.lenient,
+        };
+        let (source, rows) = super::commands::load_one_table(&a.capture, &opts)?;
+        let s = summary::run(&a.policy, &source, &rows, &set)?;
+        let out = if a.engine.json {
+            serde_json::to_string_pretty(&s)? + "\n"
+        } else {
+            summary::text(&s)
+        };
+        io::stdout().write_all(out.as_bytes())?;
+        return Ok(());
+    }
+    let o = engine(&a.policy, &a.capture, &set, &a.engine)?;
+    let out = if a.engine.json {
+        serde_json::to_string_pretty(&outcome_json(&o, None))? + "\n"
+    } else {
+        outcome_text(&o, None)
+    };
+    io::stdout().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+pub fn validate(a: ValidateArgs) -> Result<()> {
+    let mut set = parse_set(&a.engine.set)?;
+    let after = whatif::trace::read(&a.after, a.engine.lenient)?;
+    // folio-size: the target size and time scale come from the AFTER capture's meta file
+    if a.policy == "folio-size" {
+        if !set.contains_key("folio_kb") {
+            let kb = whatif::context(&after).folio_kb.ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: no meta file with mthp_size; pass --set folio_kb=N",
+                    a.after
+                ))
+            })?;
+            set.insert("folio_kb".into(), kb.to_string());
+        }
+        if !set.contains_key("time_scale") && !set.contains_key("target_duration_ns") {
+            if let Some(d) = after.meta_f64("untraced_duration_ns") {
+                set.insert("target_duration_ns".into(), d.to_string());
+            }
+        }
+    }
+    let o = engine(&a.policy, &a.base, &set, &a.engine)?;
+    let rec = whatif::reconstruct::reconstruct(&after, &reconstruct_opts(&a.engine))?;
+    let measured_after = Metrics {
+        acquisitions: rec.holds.len() as u64,
+        contended: rec.measured_contended,
+        total_wait_ns: rec.measured_wait_ns,
+        max_wait_ns: rec.measured_max_wait_ns,
+        all_wait_ns: rec.measured_wait_ns,
+        slowpath: rec.measured_contended,
+    };
+    let out = if a.engine.json {
+        serde_json::to_string_pretty(&outcome_json(&o, Some((&a.after, &measured_after))))? + "\n"
+    } else {
+        outcome_text(&o, Some((&a.after, &measured_after)))
+    };
+    io::stdout().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// A perf lock table (closed-form model) rather than an event trace (replay)?
+fn is_table(spec: &str) -> Result<bool, Error> {
+    let path = lockcast::input::InputSpec::parse(spec).path;
+    if path == "-" {
+        // stdin can be read once: treat it as a trace (a perf lock table there is reported
+        // as such by the trace reader)
+        return Ok(false);
+    }
+    let mut r = lockcast::input::open(&path)?;
+    let f = detect::detect(&mut r).map_err(|e| Error::io(&path, e))?;
+    Ok(matches!(f, Some(Format::PerfLock) | None))
+}
+
+fn parse_set(items: &[String]) -> Result<BTreeMap<String, String>, Error> {
+    let mut m = BTreeMap::new();
+    for it in items {
+        let (k, v) = it
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--set {it}: expected KEY=VALUE")))?;
+        m.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(m)
+}
+
+fn reconstruct_opts(e: &EngineOpts) -> whatif::reconstruct::Options {
+    whatif::reconstruct::Options {
+        lock: e.lock.clone(),
+        ..Default::default()
+    }
+}
+
+fn engine(
+    policy_name: &str,
+    capture: &str,
+    set: &BTreeMap<String, String>,
+    e: &EngineOpts,
+) -> Result<Outcome, Error> {
+    if !(0.5..=1.0).contains(&e.window_quantile) {
+        return Err(Error::Usage(format!(
+            "--window-quantile {} must be between 0.5 and 1",
+            e.window_quantile
+        )));
+    }
+    let t = whatif::trace::read(capture, e.lenient)?;
+    let ctx = whatif::context(&t);
+    let p = policy::make(policy_name, set, &ctx)?;
+    let opts = whatif::Options {
+        reconstruct: reconstruct_opts(e),
+        observation: e.observation.map(|o| match o {
+            ObservationArg::Paravirt => Observation::Paravirt,
+            ObservationArg::BareMetal => Observation::BareMetal,
+        }),
+        post_quantile: e.window_quantile,
+        bootstrap: e.bootstrap,
+        seed: e.seed,
+        progress: true,
+    };
+    whatif::run(&t, p.as_ref(), &ctx, &opts)
+}
+
+fn metrics_json(m: &Metrics) -> Value {
+    json!({
+        "acquisitions": m.acquisitions,
+        "contended": m.contended,
+        "total_wait_ns": m.total_wait_ns,
+        "avg_wait_ns": m.avg_wait_ns().round() as i64,
+        "max_wait_ns": m.max_wait_ns,
+    })
+}
+
+fn err(pred: f64, meas: f64) -> Value {
+    if meas == 0.0 {
+        Value::Null
+    } else {
+        json!(((pred - meas) / meas * 10000.0).round() / 10000.0)
+    }
+}
+
+/// JSON of an outcome: the keys of issue #4 in `rows` (one per modelled lock), the rest beside.
+pub fn outcome_json(o: &Outcome, after: Option<(&str, &Metrics)>) -> Value {
+    let r3 = |x: Option<f64>| x.map(|v| (v * 1000.0).round() / 1000.0);
+    let mut row = json!({
+        "policy": o.policy,
+        "lock": o.lock,
+        "measured": metrics_json(&o.measured),
+        "replayed": metrics_json(&o.replayed),
+        "predicted": metrics_json(&o.predicted),
+        "ratio_contended": r3(o.ratio_contended()),
+        "ratio_total_wait": r3(o.ratio_total_wait()),
+        "interval": {"low": metrics_json(&o.interval.low), "high": metrics_json(&o.interval.high)},
+        "replayed_interval": {"low": metrics_json(&o.replayed_interval.low), "high": metrics_json(&o.replayed_interval.high)},
+    });
+    if let Some((path, m)) = after {
+        row["after"] = metrics_json(m);
+        row["after_capture"] = json!(path);
+        row["error"] = json!({
+            "acquisitions": err(o.predicted.acquisitions as f64, m.acquisitions as f64),
+            "contended": err(o.predicted.contended as f64, m.contended as f64),
+            "total_wait_ns": err(o.predicted.total_wait_ns as f64, m.total_wait_ns as f64),
+        });
+    }
+    json!({
+        "policy": o.policy,
+        "params": o.params,
+        "capture": o.capture,
+        "observation": whatif::obs_name(o.observation),
+        "observation_source": o.observation_source,
+        "rows": [row],
+        "calibration": o.calibration,
+        "identities": o.identities,
+        "sensitivity": o.sensitivity,
+        "notes": o.notes,
+    })
+}
+
+fn opt_ratio(r: Option<f64>) -> String {
+    r.map_or("-".into(), |v| format!("{v:.2}x"))
+}
+
+/// Terminal text of an outcome.
+pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
+    let mut s = String::new();
+    let params: Vec<String> = o.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    s += &format!(
+        "what-if {} {}\n  capture {}\n  lock {} (lru_lock), observation {} (from {})\n\n",
+        o.policy,
+        params.join(" "),
+        o.capture,
+        o.lock,
+        whatif::obs_name(o.observation),
+        o.observation_source
+    );
+    let row = |name: &str, m: &Metrics| -> Vec<String> {
+        vec![
+            name.to_string(),
+            m.acquisitions.to_string(),
+            m.contended.to_string(),
+            perf_time(m.total_wait_ns.max(0) as u64),
+            perf_time(m.avg_wait_ns().round() as u64),
+        ]
+    };
+    let mut rows = vec![
+        row("measured", &o.measured),
+        row("replayed (no change)", &o.replayed),
+        row(&format!("predicted ({})", o.policy), &o.predicted),
+    ];
+    rows.push(vec![
+        "  interval".into(),
+        format!(
+            "{}..{}",
+            o.interval.low.acquisitions, o.interval.high.acquisitions
+        ),
+        format!(
+            "{}..{}",
+            o.interval.low.contended, o.interval.high.contended
+        ),
+        format!(
+            "{}..{}",
+            perf_time(o.interval.low.total_wait_ns.max(0) as u64),
+            perf_time(o.interval.high.total_wait_ns.max(0) as u64)
+        ),
+        String::new(),
+    ]);
+    if let Some((_, m)) = after {
+        rows.push(row("measured after", m));
+        let pct = |p: f64, m: f64| {
+            if m == 0.0 {
+                "-".to_string()
+            } else {
+                format!("{:+.1}%", (p - m) / m * 100.0)
+            }
+        };
+        rows.push(vec![
+            "  error".into(),
+            pct(o.predicted.acquisitions as f64, m.acquisitions as f64),
+            pct(o.predicted.contended as f64, m.contended as f64),
+            pct(o.predicted.total_wait_ns as f64, m.total_wait_ns as f64),
+            pct(o.predicted.avg_wait_ns(), m.avg_wait_ns()),
+        ]);
+    }
+    s += &render(
+        &[
+            ("", Align::Left),
+            ("acquisitions", Align::Right),
+            ("contended", Align::Right),
+            ("total wait", Align::Right),
+            ("avg wait", Align::Right),
+        ],
+        &rows,
+    );
+    s += &format!(
+        "\n  reduction (replayed/predicted): contended {}, total wait {}\n",
+        opt_ratio(o.ratio_contended()),
+        opt_ratio(o.ratio_total_wait())
+    );
+    let c = &o.calibration;
+    s += &format!(
+        "\ncalibration (from the capture, ns): add hold = pre {:.0} + {:.0}/extra folio + post {:.0} \
+         (window edge q{}); waiter stamps its grant {:.0} after the release, then holds {:.0} + folios;\n  \
+         free side: grant->first free {:.0} + {:.0}/folio, release->first free {:.0}\n  \
+         samples: {} multi-folio drains, {} traced add grants, {} traced free grants, {} waits on add holders, {} on free holders\n",
+        c.pre_fast, c.s1_add, c.post, c.post_quantile * 100.0, c.gap, c.d_pre, c.c0, c.c1, c.u,
+        c.n_spacing, c.n_d_pre, c.n_pre_free, c.n_add_window, c.n_free_window
+    );
+    let id = &o.identities;
+    s += &format!(
+        "identities: {} pages in {} folios added; add-side holds {} measured vs {} by the kernel rule \
+         ({} full, {} large-folio, {} explicit drains); {} free-side holds\n",
+        id.pages_added, id.folios_added, id.add_holds_measured, id.add_holds_rule,
+        id.drains_full, id.drains_large, id.drains_explicit, id.free_holds
+    );
+    s += "sensitivity (contended, total wait):\n";
+    for x in &o.sensitivity {
+        s += &format!(
+            "  {:<24} replayed {:>7} {:>10}   predicted {:>7} {:>10}\n",
+            x.choice,
+            x.replayed.contended,
+            perf_time(x.replayed.total_wait_ns.max(0) as u64),
+            x.predicted.contended,
+            perf_time(x.predicted.total_wait_ns.max(0) as u64)
+        );
+    }
+    for n in &o.notes {
+        s += &format!("note: {n}\n");
+    }
+    s
+}

@@ -1,0 +1,324 @@
+//! Hold and handoff parameters measured from the capture itself (MODELS.md §5, §5a).
+//!
+//! Nothing here looks at the contended count or the total wait that the replay is later
+//! compared with: every parameter comes from where individual events sit relative to one
+//! another.
+//!
+//! The anchors are the events emitted *inside* an add-side hold (`mm_lru_insertion`) and the
+//! frees right after a free-side hold. Around them:
+//!
+//! * `s1_add`: per-folio cost inside an add-side hold = median spacing of insertions in a drain.
+//! * `post`: how long the holder keeps the lock after its last insertion = the upper edge of
+//!   where other CPUs' `contention_begin` falls after that insertion (the collision window of
+//!   MODELS.md §5a). Its quantile is a calibration choice (default 97.5th) and the sensitivity
+//!   table shows its effect.
+//! * `pre_fast`: fast-path acquisition → first insertion. Requests land uniformly in a hold, so
+//!   the share of waiters that arrive before the holder's insertion scales `post`.
+//! * `gap`: a waiter's `contention_end` comes this long after the holder's release (the
+//!   waiter takes the lock and emits the tracepoint while holding it):
+//!   median(`contention_end` − holder's last insertion) − `post`.
+//! * `d_pre`: waiter's `contention_end` → its own first insertion (includes the emit cost).
+//! * Free side: grant → first `mm_page_free` = `c0 + c1·n` (least squares over traced
+//!   free-side holds); the unlock → first free delay `u` from waiters whose holder was a free
+//!   batch: `gap` − median(`contention_end` − holder's first free).
+
+use std::collections::HashMap;
+
+use super::reconstruct::{Reconstruction, Side};
+use super::trace::{Kind, Trace};
+
+/// Raw per-event measurements; a bootstrap resamples these.
+#[derive(Debug, Clone, Default)]
+pub struct Samples {
+    /// Mean insertion spacing of each add-side hold with ≥2 folios, ns.
+    pub add_spacing: Vec<f64>,
+    /// `first insertion − contention_end` of traced add-side holds.
+    pub d_pre: Vec<f64>,
+    /// (folios, `first free − contention_end`) of traced free-side holds.
+    pub pre_free: Vec<(f64, f64)>,
+    /// `contention_begin − holder's last insertion`, when the holder had inserted (post part).
+    pub begin_after_insert: Vec<f64>,
+    /// One per waiter whose holder was on the add side: true if it arrived before the
+    /// holder's first insertion (pre part).
+    pub arrived_before_insert: Vec<bool>,
+    /// `contention_end − holder's last insertion`.
+    pub end_after_insert: Vec<f64>,
+    /// `contention_end − holder's first free` for waiters on a free-side holder.
+    pub end_before_free: Vec<f64>,
+}
+
+/// The fitted hold model. Times in ns (f64: medians and slopes, not stamps).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Calibration {
+    /// Per-folio add-side cost.
+    pub s1_add: f64,
+    /// Last insertion → release.
+    pub post: f64,
+    /// Fast-path acquisition → first insertion.
+    pub pre_fast: f64,
+    /// Release → waiter's `contention_end` (lock held by the waiter meanwhile).
+    pub gap: f64,
+    /// Waiter's `contention_end` → its first insertion.
+    pub d_pre: f64,
+    /// Free side: `contention_end` → first free = `c0 + c1·n`.
+    pub c0: f64,
+    /// Per-folio part.
+    pub c1: f64,
+    /// Free side: release → first free.
+    pub u: f64,
+    /// Quantile of `begin − insertion` taken as the window's upper edge.
+    pub post_quantile: f64,
+    /// Sample counts: drains with ≥2 folios.
+    pub n_spacing: usize,
+    /// Traced add-side grants.
+    pub n_d_pre: usize,
+    /// Traced free-side grants.
+    pub n_pre_free: usize,
+    /// Waiters on an add-side holder.
+    pub n_add_window: usize,
+    /// Waiters on a free-side holder.
+    pub n_free_window: usize,
+}
+
+impl Calibration {
+    /// Lock hold of an uncontended (fast-path) acquisition.
+    pub fn hold_fast(&self, side: Side, folios: u32) -> i64 {
+        let k = f64::from(folios.max(1));
+        let v = match side {
+            Side::Add => self.pre_fast + self.s1_add * (k - 1.0) + self.post,
+            Side::Free => self.free_body(k) - (self.d_pre - self.pre_fast),
+        };
+        v.max(1.0).round() as i64
+    }
+
+    /// Lock hold from a waiter's `contention_end` to its release.
+    pub fn hold_after_grant(&self, side: Side, folios: u32) -> i64 {
+        let k = f64::from(folios.max(1));
+        let v = match side {
+            Side::Add => self.d_pre + self.s1_add * (k - 1.0) + self.post,
+            Side::Free => self.free_body(k),
+        };
+        v.max(1.0).round() as i64
+    }
+
+    /// `contention_end` → release of a free-side batch.
+    fn free_body(&self, k: f64) -> f64 {
+        (self.c0 + self.c1 * k - self.u).max(1.0)
+    }
+
+    /// Release → waiter's grant timestamp.
+    pub fn gap_ns(&self) -> i64 {
+        self.gap.max(0.0).round() as i64
+    }
+
+    /// Request time of an untraced add-side hold whose first insertion is at `first_ts`.
+    pub fn add_request(&self, first_ts: i64) -> i64 {
+        first_ts - self.pre_fast.round() as i64
+    }
+
+    /// Request time of an untraced free-side hold of `n` folios whose first free is at `ts`.
+    pub fn free_request(&self, first_ts: i64, n: u32) -> i64 {
+        first_ts - self.u.round() as i64 - self.hold_fast(Side::Free, n)
+    }
+}
+
+/// Collect the raw samples of a capture and its reconstruction.
+pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
+    let mut s = Samples::default();
+    for h in &r.holds {
+        match h.side {
+            Side::Add => {
+                if h.folios >= 2 {
+                    s.add_spacing
+                        .push((h.last_ts - h.first_ts) as f64 / f64::from(h.folios - 1));
+                }
+                if let Some((_, end)) = h.traced {
+                    s.d_pre.push((h.first_ts - end) as f64);
+                }
+            }
+            Side::Free => {
+                if let Some((_, end)) = h.traced {
+                    s.pre_free
+                        .push((f64::from(h.folios), (h.first_ts - end) as f64));
+                }
+            }
+        }
+    }
+    // Waiter ↔ holder geometry. The holder of a wait that begins at b is the other CPU whose
+    // hold covers b: its most recent insertion (post part), or its next hold's first event
+    // (pre part of an add hold, or a free-side hold that ends before its frees).
+    let lock = r.lock;
+    let mut hold_starts: Vec<(i64, usize)> = r
+        .holds
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.first_ts, i))
+        .collect();
+    hold_starts.sort_unstable();
+    let mut last_insert: HashMap<u32, i64> = HashMap::new();
+    let mut last_kind_insert: HashMap<u32, bool> = HashMap::new();
+    let mut begin: HashMap<u32, i64> = HashMap::new();
+    const NEAR: i64 = 5_000;
+    for e in &t.events {
+        match e.kind {
+            Kind::Insert { .. } => {
+                last_insert.insert(e.cpu, e.ts);
+                last_kind_insert.insert(e.cpu, true);
+            }
+            Kind::Begin { lock: l } if l == lock => {
+                begin.insert(e.cpu, e.ts);
+                last_kind_insert.insert(e.cpu, false);
+            }
+            Kind::End { lock: l } if l == lock => {
+                last_kind_insert.insert(e.cpu, false);
+                let Some(b) = begin.remove(&e.cpu) else {
+                    continue;
+                };
+                // post part: another CPU's last event was an insertion shortly before b
+                let holder_insert = last_insert
+                    .iter()
+                    .filter(|(c, ts)| {
+                        **c != e.cpu
+                            && **ts <= b
+                            && b - **ts < NEAR
+                            && last_kind_insert.get(c) == Some(&true)
+                    })
+                    .map(|(_, ts)| *ts)
+                    .max();
+                if let Some(li) = holder_insert {
+                    s.begin_after_insert.push((b - li) as f64);
+                    s.end_after_insert.push((e.ts - li) as f64);
+                    s.arrived_before_insert.push(false);
+                    continue;
+                }
+                // otherwise: the first hold of another CPU that starts after b
+                let from = hold_starts.partition_point(|&(ts, _)| ts < b);
+                if let Some(&(ts, hi)) = hold_starts[from..]
+                    .iter()
+                    .find(|&&(_, hi)| r.holds[hi].cpu != e.cpu)
+                {
+                    if ts - b < NEAR && ts >= e.ts - NEAR {
+                        match r.holds[hi].side {
+                            Side::Add => s.arrived_before_insert.push(true),
+                            Side::Free => s.end_before_free.push((e.ts - ts) as f64),
+                        }
+                    }
+                }
+            }
+            _ => {
+                last_kind_insert.insert(e.cpu, false);
+            }
+        }
+    }
+    s
+}
+
+/// Fit the hold model (point estimate, or one bootstrap replicate).
+pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
+    let s1_add = median(&s.add_spacing).unwrap_or(0.0);
+    let d_pre = median(&s.d_pre).unwrap_or(0.0);
+    let post = quantile(&s.begin_after_insert, post_quantile)
+        .unwrap_or(0.0)
+        .max(0.0);
+    let n_before = s.arrived_before_insert.iter().filter(|b| **b).count() as f64;
+    let n_after = s.arrived_before_insert.len() as f64 - n_before;
+    // Arrivals are spread evenly over a hold, so the before/after split of waiters is the
+    // pre/post split of the window. Bounded by the traced d_pre, which adds the emit cost.
+    let pre_fast = if n_after > 0.0 {
+        (post * n_before / n_after).min(d_pre)
+    } else {
+        0.0
+    };
+    let gap = (median(&s.end_after_insert).unwrap_or(post) - post).max(0.0);
+    let (c0, c1) = ols(&s.pre_free).unwrap_or_else(|| {
+        let m = median(&s.pre_free.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(d_pre);
+        (m, 0.0)
+    });
+    // grant = release + gap, and grant = first free − (u − gap) ⇒ u = gap − (end − first free)
+    let u = median(&s.end_before_free).map_or(0.0, |m| (gap - m).max(0.0));
+    Calibration {
+        s1_add,
+        post,
+        pre_fast,
+        gap,
+        d_pre,
+        c0,
+        c1: c1.max(0.0),
+        u,
+        post_quantile,
+        n_spacing: s.add_spacing.len(),
+        n_d_pre: s.d_pre.len(),
+        n_pre_free: s.pre_free.len(),
+        n_add_window: s.arrived_before_insert.len(),
+        n_free_window: s.end_before_free.len(),
+    }
+}
+
+/// Median; `None` for no data.
+pub fn median(v: &[f64]) -> Option<f64> {
+    quantile(v, 0.5)
+}
+
+/// Linear-interpolated quantile; `None` for no data.
+pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut w = v.to_vec();
+    w.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(w[lo] + (w[hi] - w[lo]) * (pos - lo as f64))
+}
+
+/// Least squares `y = a + b·x`; `None` when x has no spread.
+fn ols(p: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if p.len() < 3 {
+        return None;
+    }
+    let n = p.len() as f64;
+    let mx = p.iter().map(|q| q.0).sum::<f64>() / n;
+    let my = p.iter().map(|q| q.1).sum::<f64>() / n;
+    let sxx: f64 = p.iter().map(|q| (q.0 - mx).powi(2)).sum();
+    if sxx < 1e-9 {
+        return None;
+    }
+    let sxy: f64 = p.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum();
+    let b = sxy / sxx;
+    Some((my - b * mx, b))
+}
+
+/// A bootstrap replicate: every sample vector resampled with replacement.
+pub fn resample(s: &Samples, rng: &mut super::rng::Rng) -> Samples {
+    fn pick<T: Clone>(v: &[T], rng: &mut super::rng::Rng) -> Vec<T> {
+        (0..v.len())
+            .map(|_| v[rng.below(v.len())].clone())
+            .collect()
+    }
+    Samples {
+        add_spacing: pick(&s.add_spacing, rng),
+        d_pre: pick(&s.d_pre, rng),
+        pre_free: pick(&s.pre_free, rng),
+        begin_after_insert: pick(&s.begin_after_insert, rng),
+        arrived_before_insert: pick(&s.arrived_before_insert, rng),
+        end_after_insert: pick(&s.end_after_insert, rng),
+        end_before_free: pick(&s.end_before_free, rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), Some(3.0));
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
+        assert_eq!(quantile(&v, 1.0), Some(5.0));
+        assert_eq!(quantile(&v, 0.125), Some(1.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(ols(&[(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), Some((1.0, 2.0)));
+    }
+}

@@ -1,0 +1,428 @@
+//! What-if engine: replay a baseline capture through a patch's policy and predict the
+//! `lruvec->lru_lock` contention the patched kernel would show (MODELS.md §2.1, §4 M4, §5, §6).
+//!
+//! Pipeline: [`trace`] (the five mm/lock events) → [`reconstruct`] (holds, faults, traced
+//! waits) → [`calibrate`] (hold model from the capture) → [`intents`] (per-CPU virtual-time
+//! streams) → [`policy`] (lock requests under the patch) → [`des`] (FIFO replay with the
+//! tracepoint's observation rule). [`summary`] is the closed-form model for users who only
+//! have a `perf lock` table.
+//!
+//! Uncertainty: the calibration samples are bootstrapped (seeded, so a rerun prints the same
+//! interval) and the policy's uncertain parameters (e.g. the RFC's drain rule) are swept; the
+//! interval covers both.
+
+pub mod calibrate;
+pub mod des;
+pub mod intents;
+pub mod policy;
+pub mod reconstruct;
+pub mod rng;
+pub mod summary;
+pub mod trace;
+
+use std::collections::BTreeMap;
+
+use calibrate::Calibration;
+use des::Metrics;
+use policy::{Context, Policy};
+use reconstruct::{Reconstruction, Side, Trigger};
+use trace::{Observation, Trace};
+
+use crate::error::{Error, Result};
+
+/// Engine options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Hold reconstruction knobs.
+    pub reconstruct: reconstruct::Options,
+    /// Observation rule; detected from the capture when `None`.
+    pub observation: Option<Observation>,
+    /// Quantile of waiters' arrival offsets taken as the edge of a hold (see [`calibrate`]).
+    pub post_quantile: f64,
+    /// Bootstrap replicates for the interval (0: point estimate only).
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    pub seed: u64,
+    /// Show a progress bar over the replicates (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            reconstruct: reconstruct::Options::default(),
+            observation: None,
+            post_quantile: 0.975,
+            bootstrap: 200,
+            seed: 1,
+            progress: false,
+        }
+    }
+}
+
+/// A range for each metric.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Range {
+    /// Lower end (2.5th percentile over bootstrap × policy alternatives).
+    pub low: Metrics,
+    /// Upper end (97.5th percentile).
+    pub high: Metrics,
+}
+
+/// Counting identities (issue #4 validation 1): the kernel's batching rule applied to the
+/// reconstructed folio stream must give back the capture's own drain count.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Identities {
+    /// Pages put on the LRU.
+    pub pages_added: u64,
+    /// Folios put on the LRU.
+    pub folios_added: u64,
+    /// Add-side holds seen in the capture.
+    pub add_holds_measured: u64,
+    /// Add-side holds the baseline rule gives for the same folios.
+    pub add_holds_rule: u64,
+    /// Free-side holds seen.
+    pub free_holds: u64,
+    /// Drains by trigger: batch full, large folio, explicit.
+    pub drains_full: u64,
+    /// Drains triggered by a large folio.
+    pub drains_large: u64,
+    /// Explicit drains (`lru_add_drain()`).
+    pub drains_explicit: u64,
+    /// Inserted folios whose allocation is not in the trace (order taken as 0).
+    pub unknown_order: u64,
+}
+
+/// One row of the sensitivity table: a calibration choice changed, everything else fixed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sensitivity {
+    /// What was changed.
+    pub choice: String,
+    /// No-change replay under that choice.
+    pub replayed: Metrics,
+    /// Prediction under that choice.
+    pub predicted: Metrics,
+}
+
+/// The answer to one what-if question.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    /// Policy name.
+    pub policy: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, String>,
+    /// Lock address as printed in the capture.
+    pub lock: String,
+    /// Capture path.
+    pub capture: String,
+    /// Observation rule used, and where it came from.
+    pub observation: Observation,
+    /// `call chains`, `meta file`, or `option`.
+    pub observation_source: String,
+    /// The hold model.
+    pub calibration: Calibration,
+    /// As measured in the capture (acquisitions = reconstructed holds).
+    pub measured: Metrics,
+    /// The no-change policy replayed.
+    pub replayed: Metrics,
+    /// The policy replayed.
+    pub predicted: Metrics,
+    /// Interval of the prediction.
+    pub interval: Range,
+    /// Interval of the no-change replay.
+    pub replayed_interval: Range,
+    /// Counting identities.
+    pub identities: Identities,
+    /// Sensitivity to calibration choices.
+    pub sensitivity: Vec<Sensitivity>,
+    /// Things the user must know about this capture.
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// replayed / predicted contended (the patch's reduction factor, like `diff`'s ratios).
+    pub fn ratio_contended(&self) -> Option<f64> {
+        ratio(
+            self.replayed.contended as f64,
+            self.predicted.contended as f64,
+        )
+    }
+    /// replayed / predicted total wait.
+    pub fn ratio_total_wait(&self) -> Option<f64> {
+        ratio(
+            self.replayed.total_wait_ns as f64,
+            self.predicted.total_wait_ns as f64,
+        )
+    }
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// Policy context from the capture's meta file.
+pub fn context(t: &Trace) -> Context {
+    Context {
+        untraced_duration_ns: t.meta_f64("untraced_duration_ns"),
+        folio_kb: t
+            .meta
+            .get("mthp_size")
+            .and_then(|s| s.trim_end_matches(['K', 'k']).parse().ok()),
+    }
+}
+
+/// Run a policy over a capture.
+pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result<Outcome> {
+    let rec = reconstruct::reconstruct(t, &o.reconstruct)?;
+    let (observation, observation_source) = match (o.observation, t.slowpath_seen, t.observation()) {
+        (Some(x), _, _) => (x, "option".to_string()),
+        (None, Some(x), _) => (x, "call chains".to_string()),
+        (None, None, Some(x)) => (x, "meta file".to_string()),
+        (None, None, None) => {
+            return Err(Error::Usage(format!(
+                "{}: cannot tell which spinlock slowpath the kernel runs (no call chains, no meta file); \
+                 pass --observation paravirt (a VM guest: every slowpath traced) or bare-metal",
+                t.path
+            )))
+        }
+    };
+    let samples = calibrate::samples(t, &rec);
+    let cal = calibrate::fit(&samples, o.post_quantile);
+    let baseline = policy::Baseline;
+    let point = |cal: &Calibration, p: &dyn Policy| -> Result<Metrics> {
+        let it = intents::build(&rec, cal);
+        Ok(des::replay(&p.requests(&it, ctx)?, cal, observation))
+    };
+    let replayed = point(&cal, &baseline)?;
+    let predicted = point(&cal, policy)?;
+
+    // Interval: bootstrap over the calibration samples, for the policy and its alternatives.
+    let alts = policy.alternatives();
+    let mut variants: Vec<&dyn Policy> = vec![policy];
+    variants.extend(alts.iter().map(|b| b.as_ref()));
+    let mut rng = rng::Rng::new(o.seed);
+    let bar = progress_bar(o, (o.bootstrap * (1 + variants.len())) as u64);
+    let mut boot_pred: Vec<Vec<Metrics>> = vec![Vec::new(); variants.len()];
+    let mut boot_base: Vec<Metrics> = Vec::new();
+    for _ in 0..o.bootstrap {
+        let c = calibrate::fit(&calibrate::resample(&samples, &mut rng), o.post_quantile);
+        boot_base.push(point(&c, &baseline)?);
+        bar.inc(1);
+        for (vi, p) in variants.iter().enumerate() {
+            boot_pred[vi].push(point(&c, *p)?);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let mut interval = if o.bootstrap > 0 {
+        let mut r = percentile_range(&boot_pred[0]);
+        for b in &boot_pred[1..] {
+            widen(&mut r, &percentile_range(b));
+        }
+        r
+    } else {
+        Range {
+            low: predicted,
+            high: predicted,
+        }
+    };
+    // the point estimates of the alternatives belong in the interval even without bootstrap
+    for p in &variants[1..] {
+        let m = point(&cal, *p)?;
+        widen(&mut interval, &Range { low: m, high: m });
+    }
+    let replayed_interval = if o.bootstrap > 0 {
+        percentile_range(&boot_base)
+    } else {
+        Range {
+            low: replayed,
+            high: replayed,
+        }
+    };
+
+    let mut sensitivity = Vec::new();
+    let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
+    for q in [0.9, 0.99] {
+        variants_cal.push((
+            format!("window edge q{}", q * 100.0),
+            calibrate::fit(&samples, q),
+        ));
+    }
+    let scaled = |label: &str, f: &dyn Fn(&mut Calibration)| {
+        let mut c = cal.clone();
+        f(&mut c);
+        (label.to_string(), c)
+    };
+    variants_cal.push(scaled("pre_fast x0", &|c| c.pre_fast = 0.0));
+    variants_cal.push(scaled("pre_fast x2", &|c| c.pre_fast *= 2.0));
+    variants_cal.push(scaled("gap x0.75", &|c| c.gap *= 0.75));
+    variants_cal.push(scaled("gap x1.25", &|c| c.gap *= 1.25));
+    variants_cal.push(scaled("s1_add x0.75", &|c| c.s1_add *= 0.75));
+    variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add *= 1.25));
+    variants_cal.push(scaled("free hold x0.8", &|c| c.c0 *= 0.8));
+    variants_cal.push(scaled("free hold x1.2", &|c| c.c0 *= 1.2));
+    for (choice, c) in variants_cal {
+        sensitivity.push(Sensitivity {
+            choice,
+            replayed: point(&c, &baseline)?,
+            predicted: point(&c, policy)?,
+        });
+    }
+    for other in [Observation::Paravirt, Observation::BareMetal] {
+        if other != observation {
+            let it = intents::build(&rec, &cal);
+            sensitivity.push(Sensitivity {
+                choice: format!("observation={}", obs_name(other)),
+                replayed: des::replay(&baseline.requests(&it, ctx)?, &cal, other),
+                predicted: des::replay(&policy.requests(&it, ctx)?, &cal, other),
+            });
+        }
+    }
+
+    let identities = identities(&rec, &cal, ctx)?;
+    let mut notes = Vec::new();
+    if t.ts_res_ns > 1 {
+        notes.push(format!(
+            "timestamps have {} ns resolution: a hold of this lock is well under 1 µs, so the replay \
+             miscounts contention (2x or more seen); capture with `perf script --ns` or `trace-cmd report -t` \
+             (raw tracefs text is µs-only)",
+            t.ts_res_ns
+        ));
+    }
+    if rec.unattached_waits > 0 {
+        notes.push(format!(
+            "{} traced waits on the lock were not followed by an LRU hold on their CPU (ignored for calibration)",
+            rec.unattached_waits
+        ));
+    }
+    if t.skipped_lines > 0 {
+        notes.push(format!(
+            "{} malformed lines skipped (--lenient)",
+            t.skipped_lines
+        ));
+    }
+    if cal.n_add_window < 30 {
+        notes.push(format!(
+            "only {} traced waits to place the hold window: the calibration is weak and the interval understates it",
+            cal.n_add_window
+        ));
+    }
+    let measured = Metrics {
+        acquisitions: rec.holds.len() as u64,
+        contended: rec.measured_contended,
+        total_wait_ns: rec.measured_wait_ns,
+        max_wait_ns: rec.measured_max_wait_ns,
+        all_wait_ns: rec.measured_wait_ns,
+        slowpath: rec.measured_contended,
+    };
+    Ok(Outcome {
+        policy: policy.name().to_string(),
+        params: policy.describe(),
+        lock: rec.lock_name.clone(),
+        capture: t.path.clone(),
+        observation,
+        observation_source,
+        calibration: cal,
+        measured,
+        replayed,
+        predicted,
+        interval,
+        replayed_interval,
+        identities,
+        sensitivity,
+        notes,
+    })
+}
+
+/// Name of an observation rule as on the command line.
+pub fn obs_name(o: Observation) -> &'static str {
+    match o {
+        Observation::Paravirt => "paravirt",
+        Observation::BareMetal => "bare-metal",
+    }
+}
+
+fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<Identities> {
+    let mut id = Identities {
+        unknown_order: rec.unknown_order,
+        ..Default::default()
+    };
+    for f in &rec.faults {
+        id.folios_added += 1;
+        id.pages_added += 1u64 << f.order;
+    }
+    for h in &rec.holds {
+        match h.side {
+            Side::Add => {
+                id.add_holds_measured += 1;
+                match h.trigger {
+                    Trigger::Full => id.drains_full += 1,
+                    Trigger::Large => id.drains_large += 1,
+                    Trigger::Explicit => id.drains_explicit += 1,
+                }
+            }
+            Side::Free => id.free_holds += 1,
+        }
+    }
+    let it = intents::build(rec, cal);
+    id.add_holds_rule = policy::Baseline
+        .requests(&it, ctx)?
+        .iter()
+        .flatten()
+        .filter(|r| r.side == Side::Add)
+        .count() as u64;
+    Ok(id)
+}
+
+fn percentile_range(v: &[Metrics]) -> Range {
+    let pick = |f: &dyn Fn(&Metrics) -> i64| -> (i64, i64) {
+        let mut x: Vec<i64> = v.iter().map(f).collect();
+        x.sort_unstable();
+        if x.is_empty() {
+            return (0, 0);
+        }
+        let lo = x[((x.len() - 1) as f64 * 0.025).round() as usize];
+        let hi = x[((x.len() - 1) as f64 * 0.975).round() as usize];
+        (lo, hi)
+    };
+    let (al, ah) = pick(&|m| m.acquisitions as i64);
+    let (cl, ch) = pick(&|m| m.contended as i64);
+    let (wl, wh) = pick(&|m| m.total_wait_ns);
+    Range {
+        low: Metrics {
+            acquisitions: al as u64,
+            contended: cl as u64,
+            total_wait_ns: wl,
+            ..Default::default()
+        },
+        high: Metrics {
+            acquisitions: ah as u64,
+            contended: ch as u64,
+            total_wait_ns: wh,
+            ..Default::default()
+        },
+    }
+}
+
+fn widen(r: &mut Range, o: &Range) {
+    r.low.acquisitions = r.low.acquisitions.min(o.low.acquisitions);
+    r.low.contended = r.low.contended.min(o.low.contended);
+    r.low.total_wait_ns = r.low.total_wait_ns.min(o.low.total_wait_ns);
+    r.high.acquisitions = r.high.acquisitions.max(o.high.acquisitions);
+    r.high.contended = r.high.contended.max(o.high.contended);
+    r.high.total_wait_ns = r.high.total_wait_ns.max(o.high.total_wait_ns);
+}
+
+fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !o.progress || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} replaying {pos}/{len} [{elapsed_precise}] {per_sec}",
+    ) {
+        b.set_style(style);
+    }
+    b
+}

@@ -1,0 +1,215 @@
+//! `folio-size`: the same workload with another mTHP size, under today's batching rule.
+//!
+//! A what-if the real kernel can answer on this machine (capture the workload at that size),
+//! so it validates the re-batching, hold model, replay and observation rule together
+//! (issue #4 validation 3).
+//!
+//! Transform, per CPU: the captured folios are cut back into pages, each page timed between
+//! its folio's fault and the next fault; pages are regrouped into folios of `folio_kb` and each
+//! new folio faults at its first page's time. Each zap's freed pages are regrouped the same way
+//! into `folios_put_refs()` batches of ≤31 folios spread over the zap's span. The fault path's
+//! cost per page differs by folio size and is not in the trace: the whole virtual clock is
+//! scaled by `time_scale`, by default the ratio of the untraced wall times of the workload at
+//! the two sizes (`target_duration_ns` over the capture's meta `untraced_duration_ns`).
+
+use std::collections::BTreeMap;
+
+use super::{check_keys, param, Batcher, Context, Policy, Request};
+use crate::error::{Error, Result};
+use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::reconstruct::FOLIO_BATCH;
+
+/// Target folio size and the clock scaling.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FolioSize {
+    /// Target mTHP size in KiB (4, 8, 16, ... a power of two, at least 4).
+    pub folio_kb: u64,
+    /// Virtual-time scale (target / captured run time); 1 = same speed.
+    pub time_scale: f64,
+}
+
+const KEYS: &[&str] = &["folio_kb", "time_scale", "target_duration_ns"];
+
+pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<dyn Policy>> {
+    check_keys(set, "folio-size", KEYS)?;
+    let folio_kb: u64 = param(set, "folio-size", "folio_kb", 0)?;
+    if folio_kb < 4 || !folio_kb.is_power_of_two() {
+        return Err(Error::Usage(
+            "folio-size: --set folio_kb=N is required (4, 16, 32, 64, ... KiB)".into(),
+        ));
+    }
+    let target: Option<f64> = match set.get("target_duration_ns") {
+        Some(_) => Some(param(set, "folio-size", "target_duration_ns", 0.0)?),
+        None => None,
+    };
+    let time_scale = match (set.get("time_scale"), target, ctx.untraced_duration_ns) {
+        (Some(_), _, _) => param(set, "folio-size", "time_scale", 1.0)?,
+        (None, Some(t), Some(base)) if base > 0.0 => t / base,
+        (None, Some(_), _) => {
+            return Err(Error::Usage(
+                "folio-size: target_duration_ns needs the capture's untraced_duration_ns (meta file); pass time_scale instead".into(),
+            ))
+        }
+        (None, None, _) => 1.0,
+    };
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        return Err(Error::Usage(format!(
+            "folio-size: time_scale {time_scale} must be positive"
+        )));
+    }
+    Ok(Box::new(FolioSize {
+        folio_kb,
+        time_scale,
+    }))
+}
+
+impl Policy for FolioSize {
+    fn name(&self) -> &'static str {
+        "folio-size"
+    }
+    fn describe(&self) -> BTreeMap<String, String> {
+        [
+            ("folio_kb".to_string(), self.folio_kb.to_string()),
+            ("time_scale".to_string(), format!("{:.4}", self.time_scale)),
+        ]
+        .into_iter()
+        .collect()
+    }
+    fn requests(&self, intents: &Intents, _: &Context) -> Result<Vec<Vec<Request>>> {
+        let pages_per = self.folio_kb / 4;
+        let order = pages_per.trailing_zeros() as u8;
+        let mut out = Vec::with_capacity(intents.streams.len());
+        for (ci, s) in intents.streams.iter().enumerate() {
+            let v0 = intents.v0.get(ci).copied().unwrap_or(0);
+            let scale = |v: i64| v0 + ((v - v0) as f64 * self.time_scale).round() as i64;
+            let regrouped = regroup(s, pages_per, order);
+            let scaled: Vec<Intent> = regrouped
+                .into_iter()
+                .map(|i| match i {
+                    Intent::Fault { v, order, .. } => Intent::Fault {
+                        v: scale(v),
+                        order,
+                        delay: None,
+                    },
+                    Intent::Drain { v } => Intent::Drain { v: scale(v) },
+                    Intent::Free {
+                        v,
+                        folios,
+                        pages,
+                        zap,
+                    } => Intent::Free {
+                        v: scale(v),
+                        folios,
+                        pages,
+                        zap,
+                    },
+                })
+                .collect();
+            out.push(Batcher::TODAY.requests(&scaled, intents));
+        }
+        Ok(out)
+    }
+}
+
+/// Cut folios into pages and regroup them (see module docs).
+fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
+    let mut out = Vec::with_capacity(s.len());
+    // typical gap between faults, to time the pages of a fault followed by a long pause
+    let gaps: Vec<f64> = s
+        .windows(2)
+        .filter_map(|w| match (w[0], w[1]) {
+            (Intent::Fault { v: a, .. }, Intent::Fault { v: b, .. }) => Some((b - a) as f64),
+            _ => None,
+        })
+        .collect();
+    let typical = crate::whatif::calibrate::median(&gaps)
+        .unwrap_or(0.0)
+        .max(0.0);
+    let mut acc = 0u64; // pages accumulated toward the next new folio
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            Intent::Fault { v, order: o, .. } => {
+                let p = 1u64 << o;
+                let next_v = s[i + 1..].iter().find_map(|x| match x {
+                    Intent::Fault { v, .. } => Some(*v),
+                    _ => None,
+                });
+                let span = match next_v {
+                    Some(n) if ((n - v) as f64) <= 4.0 * typical.max(1.0) * p as f64 => {
+                        (n - v) as f64
+                    }
+                    _ => typical * p as f64,
+                };
+                for j in 0..p {
+                    if acc == 0 {
+                        out.push(Intent::Fault {
+                            v: v + (span * j as f64 / p as f64).round() as i64,
+                            order,
+                            delay: None,
+                        });
+                    }
+                    acc = (acc + 1) % pages_per;
+                }
+                i += 1;
+            }
+            Intent::Drain { v } => {
+                acc = 0;
+                out.push(Intent::Drain { v });
+                i += 1;
+            }
+            Intent::Free { zap, .. } => {
+                acc = 0;
+                // the whole zap: every free batch with this zap number, up to the next fault
+                let mut j = i;
+                let (mut pages, mut vs) = (0u64, Vec::new());
+                while j < s.len() {
+                    match s[j] {
+                        Intent::Free {
+                            v,
+                            pages: p,
+                            zap: z,
+                            ..
+                        } if z == zap => {
+                            pages += p;
+                            vs.push(v);
+                            j += 1;
+                        }
+                        Intent::Drain { .. } => j += 1,
+                        _ => break,
+                    }
+                }
+                let folios = pages.div_ceil(pages_per);
+                let batches = folios.div_ceil(u64::from(FOLIO_BATCH)).max(1);
+                let (first, last) = (vs[0], *vs.last().unwrap_or(&vs[0]));
+                let mut left = folios;
+                for b in 0..batches {
+                    let n = left.min(u64::from(FOLIO_BATCH));
+                    left -= n;
+                    let v = if batches == 1 {
+                        first
+                    } else {
+                        first
+                            + ((last - first) as f64 * b as f64 / (batches - 1) as f64).round()
+                                as i64
+                    };
+                    out.push(Intent::Free {
+                        v,
+                        folios: n as u32,
+                        pages: n * pages_per,
+                        zap,
+                    });
+                }
+                // keep drains that sat inside the zap
+                for x in &s[i..j] {
+                    if let Intent::Drain { v } = x {
+                        out.push(Intent::Drain { v: *v });
+                    }
+                }
+                i = j;
+            }
+        }
+    }
+    out.sort_by_key(|x| x.v());
+    out
+}

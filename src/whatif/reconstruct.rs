@@ -1,0 +1,349 @@
+//! Per-CPU `lru_lock` holds rebuilt from a capture (MODELS.md §2.1).
+//!
+//! * Add side: `folio_batch_move_lru()` emits `mm_lru_insertion` once per folio *inside* the
+//!   hold, so a drain is a run of consecutive insertions on one CPU with no other traced event
+//!   of that CPU between them, gaps below `g_max`, at most `FOLIO_BATCH_SIZE` (31) folios.
+//! * Free side: `folios_put_refs()` takes the lock once per batch of ≤31 folios whose last
+//!   reference dropped, and the folios reach `free_unref_folios()` (`mm_page_free`) after the
+//!   unlock; so a burst of frees of folios that were on an LRU marks one hold just before it.
+//! * Traced waits: `contention_begin`/`end` on the LRU lock, attached to the CPU's next hold.
+//!
+//! Which traced lock is `lru_lock`: the address whose `contention_end` is most often followed,
+//! on the same CPU, by a hold as defined above (the zone lock of the page allocator is the
+//! usual other one in these captures; it is followed by `mm_page_alloc`).
+
+use std::collections::HashMap;
+
+use super::trace::{Kind, Trace};
+use crate::error::{Error, Result};
+
+/// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
+pub const FOLIO_BATCH: u32 = 31;
+
+/// Reconstruction knobs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Largest gap between two insertions (or frees) of one hold, in ns (MODELS.md §2.1: 2 µs).
+    pub g_max_ns: i64,
+    /// Lock to treat as `lru_lock` (address as printed); detected when `None`.
+    pub lock: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            g_max_ns: 2_000,
+            lock: None,
+        }
+    }
+}
+
+/// Which side of the LRU took the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    /// `folio_batch_move_lru()` from a per-CPU batch drain.
+    Add,
+    /// `folios_put_refs()` / `__page_cache_release()` on the free path.
+    Free,
+}
+
+/// Why an add-side drain happened (the kernel rules of MODELS.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The batch reached 31 folios.
+    Full,
+    /// The folio just added is large (`folio_may_be_lru_cached()` false): drained at once.
+    Large,
+    /// Neither: an explicit `lru_add_drain()` (MADV_DONTNEED's zap, munmap, ...).
+    Explicit,
+}
+
+/// One reconstructed lock hold.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    /// CPU.
+    pub cpu: u32,
+    /// Add or free side.
+    pub side: Side,
+    /// Folios handled in the hold.
+    pub folios: u32,
+    /// Pages in those folios (orders from `mm_page_alloc`; unknown orders count 1).
+    pub pages: u64,
+    /// First event of the hold (insertion, or free after the unlock).
+    pub first_ts: i64,
+    /// Last event of the hold.
+    pub last_ts: i64,
+    /// Traced wait before this hold: (`contention_begin`, `contention_end`).
+    pub traced: Option<(i64, i64)>,
+    /// Add side: why it drained. Free side: `Explicit` (unused).
+    pub trigger: Trigger,
+    /// Add side: index in [`Reconstruction::faults`] of the last folio added (the trigger).
+    pub last_fault: Option<usize>,
+}
+
+/// A folio put on an LRU list, as the fault path added it.
+#[derive(Debug, Clone, Copy)]
+pub struct Fault {
+    /// CPU of the `mm_page_alloc` (the faulting CPU), else of the insertion.
+    pub cpu: u32,
+    /// `mm_page_alloc` time of the folio, else its insertion time.
+    pub ts: i64,
+    /// Folio order (0 when the allocation is not in the trace).
+    pub order: u8,
+    /// Index of the hold that put it on the LRU.
+    pub hold: usize,
+}
+
+/// Everything the calibration and the policies need from one capture.
+#[derive(Debug, Clone)]
+pub struct Reconstruction {
+    /// Interned id of the lock treated as `lru_lock`.
+    pub lock: u32,
+    /// Its address as printed.
+    pub lock_name: String,
+    /// Holds in time order of their first event.
+    pub holds: Vec<Hold>,
+    /// Folios added, in insertion order.
+    pub faults: Vec<Fault>,
+    /// Measured traced contention on the lock: (count, total wait ns, max wait ns).
+    pub measured_contended: u64,
+    /// Sum of `contention_end − contention_begin` on the lock.
+    pub measured_wait_ns: i64,
+    /// Longest traced wait on the lock.
+    pub measured_max_wait_ns: i64,
+    /// Traced waits that could not be attached to a hold.
+    pub unattached_waits: u64,
+    /// Inserted folios whose `mm_page_alloc` is not in the trace.
+    pub unknown_order: u64,
+    /// CPUs seen.
+    pub cpus: Vec<u32>,
+    /// First and last event time.
+    pub span: (i64, i64),
+}
+
+#[derive(Default)]
+struct Open {
+    side: Option<Side>,
+    idx: usize,
+    last_ts: i64,
+}
+
+/// Rebuild holds and faults from a trace.
+pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
+    let lock = pick_lock(t, o)?;
+    // pfn → (order, alloc ts, alloc cpu), most recent allocation wins (pfns are reused).
+    let mut alloc: HashMap<u64, (u8, i64, u32)> = HashMap::new();
+    // pfns on an LRU list (inserted, not yet freed).
+    let mut on_lru: HashMap<u64, u8> = HashMap::new();
+    let mut open: HashMap<u32, Open> = HashMap::new();
+    let mut pending: HashMap<u32, (Option<i64>, Option<(i64, i64)>)> = HashMap::new();
+    let mut holds: Vec<Hold> = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
+    let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
+        (0u64, 0i64, 0i64, 0u64, 0u64);
+    let mut cpus: Vec<u32> = Vec::new();
+
+    for e in &t.events {
+        if !cpus.contains(&e.cpu) {
+            cpus.push(e.cpu);
+        }
+        let cur = open.entry(e.cpu).or_default();
+        match e.kind {
+            Kind::Insert { pfn } => {
+                let extend = cur.side == Some(Side::Add)
+                    && e.ts - cur.last_ts <= o.g_max_ns
+                    && holds[cur.idx].folios < FOLIO_BATCH;
+                let (order, fts, fcpu) = match alloc.get(&pfn) {
+                    Some(&(ord, ts, c)) => (ord, ts, c),
+                    None => {
+                        unknown += 1;
+                        (0, e.ts, e.cpu)
+                    }
+                };
+                if !extend {
+                    let traced = take_pending(&mut pending, e.cpu);
+                    holds.push(Hold {
+                        cpu: e.cpu,
+                        side: Side::Add,
+                        folios: 0,
+                        pages: 0,
+                        first_ts: e.ts,
+                        last_ts: e.ts,
+                        traced,
+                        trigger: Trigger::Explicit,
+                        last_fault: None,
+                    });
+                    cur.side = Some(Side::Add);
+                    cur.idx = holds.len() - 1;
+                }
+                let h = &mut holds[cur.idx];
+                h.folios += 1;
+                h.pages += 1u64 << order;
+                h.last_ts = e.ts;
+                h.last_fault = Some(faults.len());
+                faults.push(Fault {
+                    cpu: fcpu,
+                    ts: fts,
+                    order,
+                    hold: cur.idx,
+                });
+                cur.last_ts = e.ts;
+                on_lru.insert(pfn, order);
+            }
+            Kind::Free { pfn, order } => {
+                if on_lru.remove(&pfn).is_none() {
+                    // page tables, slab, kernel buffers: not an LRU folio
+                    cur.side = None;
+                    alloc.remove(&pfn);
+                    continue;
+                }
+                alloc.remove(&pfn);
+                let extend = cur.side == Some(Side::Free)
+                    && e.ts - cur.last_ts <= o.g_max_ns
+                    && holds[cur.idx].folios < FOLIO_BATCH;
+                if !extend {
+                    let traced = take_pending(&mut pending, e.cpu);
+                    holds.push(Hold {
+                        cpu: e.cpu,
+                        side: Side::Free,
+                        folios: 0,
+                        pages: 0,
+                        first_ts: e.ts,
+                        last_ts: e.ts,
+                        traced,
+                        trigger: Trigger::Explicit,
+                        last_fault: None,
+                    });
+                    cur.side = Some(Side::Free);
+                    cur.idx = holds.len() - 1;
+                }
+                let h = &mut holds[cur.idx];
+                h.folios += 1;
+                h.pages += 1u64 << order;
+                h.last_ts = e.ts;
+                cur.last_ts = e.ts;
+            }
+            Kind::Alloc { pfn, order } => {
+                cur.side = None;
+                alloc.insert(pfn, (order, e.ts, e.cpu));
+            }
+            Kind::Begin { lock: l } => {
+                if l == lock {
+                    pending.entry(e.cpu).or_default().0 = Some(e.ts);
+                } else {
+                    cur.side = None;
+                }
+            }
+            Kind::End { lock: l } => {
+                if l == lock {
+                    let p = pending.entry(e.cpu).or_default();
+                    if let Some(b) = p.0.take() {
+                        let w = e.ts - b;
+                        contended += 1;
+                        wait += w;
+                        max_wait = max_wait.max(w);
+                        if p.1.replace((b, e.ts)).is_some() {
+                            unattached += 1;
+                        }
+                    }
+                    // a wait ends a hold in progress on this CPU: the next event starts anew
+                    cur.side = None;
+                } else {
+                    cur.side = None;
+                }
+            }
+        }
+    }
+    unattached += pending.values().filter(|p| p.1.is_some()).count() as u64;
+    if holds.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: no pagemap:mm_lru_insertion or LRU-folio kmem:mm_page_free events: \
+             cannot rebuild lru_lock holds (see `lockcast whatif --help` for the capture recipe)",
+            t.path
+        )));
+    }
+    classify_triggers(&mut holds, &faults);
+    let span = (
+        t.events.first().map(|e| e.ts).unwrap_or(0),
+        t.events.last().map(|e| e.ts).unwrap_or(0),
+    );
+    cpus.sort_unstable();
+    Ok(Reconstruction {
+        lock,
+        lock_name: t.locks.get(lock as usize).cloned().unwrap_or_default(),
+        holds,
+        faults,
+        measured_contended: contended,
+        measured_wait_ns: wait,
+        measured_max_wait_ns: max_wait,
+        unattached_waits: unattached,
+        unknown_order: unknown,
+        cpus,
+        span,
+    })
+}
+
+fn take_pending(
+    pending: &mut HashMap<u32, (Option<i64>, Option<(i64, i64)>)>,
+    cpu: u32,
+) -> Option<(i64, i64)> {
+    pending.get_mut(&cpu).and_then(|p| p.1.take())
+}
+
+fn classify_triggers(holds: &mut [Hold], faults: &[Fault]) {
+    for h in holds.iter_mut().filter(|h| h.side == Side::Add) {
+        let last_large = h
+            .last_fault
+            .and_then(|i| faults.get(i))
+            .is_some_and(|f| f.order > 0);
+        h.trigger = if last_large {
+            Trigger::Large
+        } else if h.folios >= FOLIO_BATCH {
+            Trigger::Full
+        } else {
+            Trigger::Explicit
+        };
+    }
+}
+
+/// The lock whose waits are followed by an LRU hold on the same CPU (see module docs).
+fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
+    if let Some(name) = &o.lock {
+        return t
+            .locks
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(name))
+            .map(|i| i as u32)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: lock {name} has no contention events (traced locks: {})",
+                    t.path,
+                    t.locks.join(", ")
+                ))
+            });
+    }
+    let mut votes = vec![0u64; t.locks.len()];
+    let mut last_end: HashMap<u32, u32> = HashMap::new();
+    for e in &t.events {
+        match e.kind {
+            Kind::End { lock } => {
+                last_end.insert(e.cpu, lock);
+            }
+            Kind::Insert { .. } => {
+                if let Some(l) = last_end.remove(&e.cpu) {
+                    votes[l as usize] += 1;
+                }
+            }
+            _ => {
+                last_end.remove(&e.cpu);
+            }
+        }
+    }
+    match votes.iter().enumerate().max_by_key(|(_, v)| **v) {
+        Some((i, v)) if *v > 0 => Ok(i as u32),
+        // No traced wait precedes an insertion: nothing was contended, or no lock events were
+        // captured. Holds can still be rebuilt; waits are zero.
+        _ => Ok(u32::MAX),
+    }
+}

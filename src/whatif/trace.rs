@@ -1,0 +1,279 @@
+//! The mm/lock events a replay needs, read from a `perf script`, raw ftrace or
+//! `trace-cmd report` capture into a compact, time-ordered list (MODELS.md §2).
+//!
+//! Only five tracepoints matter: `kmem:mm_page_alloc` (pfn → order), `pagemap:mm_lru_insertion`
+//! (drain membership, emitted inside the `lru_lock` hold), `kmem:mm_page_free` (free-side
+//! batches), and `lock:contention_begin` / `contention_end` (traced waits). Everything else is
+//! counted and ignored. Lock addresses are interned to small ids: they are identities within
+//! one file, never numbers.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use lockcast_parsers::detect::{self, Format};
+use lockcast_parsers::event::Event;
+use lockcast_parsers::{ftrace, payload, perf_script};
+
+use crate::error::{Error, Result};
+use crate::input;
+
+/// One event the replay uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `kmem:mm_page_alloc`: a folio of `2^order` pages starts at `pfn`.
+    Alloc { pfn: u64, order: u8 },
+    /// `pagemap:mm_lru_insertion`: the folio at `pfn` is put on an LRU list (inside a hold).
+    Insert { pfn: u64 },
+    /// `kmem:mm_page_free`: the folio at `pfn` (real order) goes back to the page allocator.
+    Free { pfn: u64, order: u8 },
+    /// `lock:contention_begin` on interned lock `lock`.
+    Begin { lock: u32 },
+    /// `lock:contention_end` on interned lock `lock`.
+    End { lock: u32 },
+}
+
+/// One event: when, where, what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmEvent {
+    /// Timestamp in ns as printed (resolution in [`Trace::ts_res_ns`]).
+    pub ts: i64,
+    /// CPU the event was recorded on.
+    pub cpu: u32,
+    /// Thread id.
+    pub tid: i32,
+    /// What happened.
+    pub kind: Kind,
+}
+
+/// Which spinlock slowpath the capture's kernel runs; decides which waiters `contention_begin`
+/// reports (MODELS.md §2 caveat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Observation {
+    /// `__pv_queued_spin_lock_slowpath` (a paravirt guest, as on these VMs): every slowpath is
+    /// traced, so any request that finds the lock held or queued counts as contended.
+    Paravirt,
+    /// Generic `queued_spin_lock_slowpath`: the first waiter spins on the pending bit untraced;
+    /// only a request that finds another waiter already queued is traced.
+    BareMetal,
+}
+
+/// A capture read for replay.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// File as given.
+    pub path: String,
+    /// The five event kinds, in file order (perf script and ftrace print time order).
+    pub events: Vec<MmEvent>,
+    /// Lock addresses as printed, indexed by the interned id.
+    pub locks: Vec<String>,
+    /// Coarsest timestamp resolution seen (1 = ns, 1000 = µs).
+    pub ts_res_ns: u32,
+    /// Events of other kinds, ignored.
+    pub other_events: u64,
+    /// Slowpath seen in call chains, when the capture has them.
+    pub slowpath_seen: Option<Observation>,
+    /// `key=value` lines of the capture's `meta` file (written by fixtures/capture-replay.sh),
+    /// when one sits beside the capture.
+    pub meta: HashMap<String, String>,
+    /// Lines skipped in lenient mode.
+    pub skipped_lines: u64,
+}
+
+impl Trace {
+    /// Observation rule: from the call chains if the capture has them, else from the meta
+    /// file's `spin_slowpath=`, else `None` (the caller must choose).
+    pub fn observation(&self) -> Option<Observation> {
+        self.slowpath_seen.or_else(|| {
+            self.meta.get("spin_slowpath").and_then(|s| {
+                if s.contains("__pv_queued") {
+                    Some(Observation::Paravirt)
+                } else if s.contains("queued_spin_lock_slowpath") {
+                    Some(Observation::BareMetal)
+                } else {
+                    None
+                }
+            })
+        })
+    }
+
+    /// A number from the meta file.
+    pub fn meta_f64(&self, key: &str) -> Option<f64> {
+        self.meta.get(key).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+/// Read a trace capture (format detected, gzip/zstd transparent, `-` for stdin).
+pub fn read(path: &str, lenient: bool) -> Result<Trace> {
+    let mut r = input::open(path)?;
+    let format = detect::detect(&mut r).map_err(|e| Error::io(path, e))?;
+    let mut t = Trace {
+        path: path.to_string(),
+        events: Vec::new(),
+        locks: Vec::new(),
+        ts_res_ns: 1,
+        other_events: 0,
+        slowpath_seen: None,
+        meta: read_meta(path),
+        skipped_lines: 0,
+    };
+    let mut interned: HashMap<String, u32> = HashMap::new();
+    let mut push = |e: Event, t: &mut Trace| -> Result<()> { add_event(path, e, t, &mut interned) };
+    match format {
+        Some(Format::PerfScript) => {
+            let mut o = perf_script::Options::default();
+            o.lenient = lenient;
+            let mut rd = perf_script::Reader::new(r, &o);
+            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+                push(e, &mut t)?;
+            }
+            t.skipped_lines = rd.diagnostics().skipped;
+        }
+        Some(Format::Ftrace) => {
+            let mut o = ftrace::Options::default();
+            o.lenient = lenient;
+            let mut rd = ftrace::Reader::new(r, &o);
+            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+                push(e, &mut t)?;
+            }
+            t.skipped_lines = rd.diagnostics().skipped;
+        }
+        other => {
+            return Err(Error::Input(format!(
+                "{path}: a replay needs an event trace (perf script, raw ftrace or trace-cmd report), found {}",
+                other.map(|f| f.as_str()).unwrap_or("an unknown format")
+            )))
+        }
+    }
+    if t.events.is_empty() {
+        return Err(Error::Input(format!(
+            "{path}: no kmem:mm_page_alloc, pagemap:mm_lru_insertion, kmem:mm_page_free or lock:contention_* events; \
+             see `lockcast whatif --help` for the capture recipe"
+        )));
+    }
+    // The replay walks events in time order; perf script sorts them, ftrace per-CPU buffers
+    // can interleave slightly out of order. A stable sort keeps file order for equal stamps.
+    if t.events.windows(2).any(|w| w[1].ts < w[0].ts) {
+        t.events.sort_by_key(|e| e.ts);
+    }
+    Ok(t)
+}
+
+fn add_event(
+    path: &str,
+    e: Event,
+    t: &mut Trace,
+    interned: &mut HashMap<String, u32>,
+) -> Result<()> {
+    if t.slowpath_seen.is_none() {
+        for f in &e.callchain {
+            if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
+                t.slowpath_seen = Some(Observation::Paravirt);
+            } else if f.symbol.starts_with("queued_spin_lock_slowpath")
+                || f.symbol.starts_with("native_queued_spin_lock_slowpath")
+            {
+                t.slowpath_seen = Some(Observation::BareMetal);
+            }
+        }
+    }
+    let bad = |what: &str, err: lockcast_parsers::LineError| {
+        Error::Input(format!(
+            "{path}:{}: {what} payload: {err}\n  | {}",
+            e.line, e.payload
+        ))
+    };
+    let kind = match e.name.as_str() {
+        "mm_page_alloc" => {
+            let p = payload::page_alloc(&e.payload).map_err(|x| bad("mm_page_alloc", x))?;
+            if p.pfn == 0 {
+                // failed allocation: no folio
+                t.other_events += 1;
+                return Ok(());
+            }
+            Kind::Alloc {
+                pfn: p.pfn,
+                order: order_u8(p.order),
+            }
+        }
+        "mm_lru_insertion" => {
+            let p = payload::lru_insertion(&e.payload).map_err(|x| bad("mm_lru_insertion", x))?;
+            Kind::Insert { pfn: p.pfn }
+        }
+        "mm_page_free" => {
+            let p = payload::page_free(&e.payload).map_err(|x| bad("mm_page_free", x))?;
+            Kind::Free {
+                pfn: p.pfn,
+                order: order_u8(p.order),
+            }
+        }
+        "contention_begin" => {
+            let p =
+                payload::contention_begin(&e.payload).map_err(|x| bad("contention_begin", x))?;
+            Kind::Begin {
+                lock: intern(interned, &mut t.locks, p.lock),
+            }
+        }
+        "contention_end" => {
+            let p = payload::contention_end(&e.payload).map_err(|x| bad("contention_end", x))?;
+            Kind::End {
+                lock: intern(interned, &mut t.locks, p.lock),
+            }
+        }
+        _ => {
+            t.other_events += 1;
+            return Ok(());
+        }
+    };
+    let (Some(ts), Some(cpu)) = (e.ts_ns, e.cpu) else {
+        return Err(Error::Input(format!(
+            "{path}:{}: event without a timestamp or CPU column; a replay needs both \
+             (perf script prints them by default; do not pass -F without time,cpu)",
+            e.line
+        )));
+    };
+    t.ts_res_ns = t.ts_res_ns.max(e.ts_res_ns);
+    t.events.push(MmEvent {
+        ts,
+        cpu,
+        tid: e.tid,
+        kind,
+    });
+    Ok(())
+}
+
+fn order_u8(order: u32) -> u8 {
+    // MAX_PAGE_ORDER is 10..12 on every architecture; clamp so a corrupt value cannot make
+    // `1 << order` overflow later.
+    order.min(30) as u8
+}
+
+fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: String) -> u32 {
+    if let Some(&id) = map.get(&name) {
+        return id;
+    }
+    let id = names.len() as u32;
+    names.push(name.clone());
+    map.insert(name, id);
+    id
+}
+
+/// The `meta` file fixtures/capture-replay.sh writes beside each capture (`key=value` lines).
+fn read_meta(path: &str) -> HashMap<String, String> {
+    let mut m = HashMap::new();
+    if path == "-" {
+        return m;
+    }
+    let Some(dir) = Path::new(path).parent() else {
+        return m;
+    };
+    let Ok(f) = std::fs::File::open(dir.join("meta")) else {
+        return m;
+    };
+    for line in std::io::BufReader::new(f).lines().map_while(|l| l.ok()) {
+        if let Some((k, v)) = line.split_once('=') {
+            m.insert(k.trim().to_string(), v.trim().to_string());
+        }
+    }
+    m
+}
