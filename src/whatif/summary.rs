@@ -13,10 +13,16 @@
 //!
 //! Policy: the adds are a share 1 − φ of acquisitions (φ = free-side `folios_put_refs` batches,
 //! 1 per 31 folios freed, so φ = 1/32 by the kernel rule) and are batched k folios per drain
-//! (k from the policy's drain rule and the folio size). A hold of k folios costs
-//! S_a·(f + k(1 − f)); free-side holds are unchanged. Each CPU's think time in total is
+//! (k from the policy's drain rule and the folio size). A hold of k folios costs s0 + k·s1,
+//! a free-side batch s0 + 31·s1 (unchanged by the policy). Each CPU's think time in total is
 //! unchanged, so Z per request grows as requests fall. The predicted table values are the
 //! measured ones times the model's ratios.
+//!
+//! Calibration from the table: the mean hold S under the table's own contention follows from
+//! its average wait (M2 solved for S at the swept z); the per-folio cost s1 is local work that
+//! does not depend on contention ([`DEFAULT_S1_NS`], measured on this project's captures), so
+//! the fixed share f = s0/(s0+s1) = 1 − s1/S comes out of the table: high under heavy
+//! contention, where every handoff moves the lock and lruvec cache lines between CPUs.
 
 use std::collections::BTreeMap;
 
@@ -27,14 +33,12 @@ use crate::error::{Error, Result};
 
 use super::policy::{param, DrainRule};
 
-/// Fixed share of an add-side hold, f = a0 / (a0 + s1_add), measured on this project's 16K
-/// captures (`lockcast whatif baseline fixtures/replay/micro-16K-r1/script-ns.txt.gz` prints
-/// the calibration; README "How accurate is it" lists all runs). Not fitted to any seed table.
-pub const DEFAULT_F: f64 = 0.74;
-
-/// Free-side hold of a 31-folio batch relative to a 1-folio add hold, measured like
-/// [`DEFAULT_F`] (b0 + 31·b1 over a0).
-pub const DEFAULT_FREE_HOLD_RATIO: f64 = 4.0;
+/// Untraced per-folio cost inside an `lru_lock` hold, ns: the spacing of `mm_lru_insertion`
+/// events in a drain (741 ns in fixtures/replay/micro-4K-r1) minus the spacing of
+/// `mm_page_free` events in a `free_unref_folios()` burst (641 ns), i.e. minus one tracepoint
+/// emit. A lower bound (the free loop does some work of its own); the sweep covers 50..200 ns.
+/// Measured on this project's captures, not fitted to any seed table.
+pub const DEFAULT_S1_NS: f64 = 100.0;
 
 /// One prediction under one set of model choices.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +47,12 @@ pub struct Point {
     pub z: f64,
     /// Folios per drain under the policy.
     pub k: u32,
+    /// Per-folio hold cost assumed, ns.
+    pub s1_ns: f64,
+    /// Fixed share of a 1-folio hold (solved from the table unless given).
+    pub f: f64,
+    /// 1-folio add-side hold under the table's contention, ns (NaN when f was given).
+    pub hold_ns: f64,
     /// contended(base) / contended(policy).
     pub ratio_contended: f64,
     /// total wait(base) / total wait(policy).
@@ -134,23 +144,27 @@ struct Model {
     n: usize,
     phi: f64,
     f: f64,
-    free_ratio: f64,
     bare_metal: bool,
 }
 
 impl Model {
-    /// (contended, total wait) per unit of work, in units where a 1-folio add hold is 1.
-    fn eval(&self, k: u32, z: f64) -> (f64, f64) {
-        let base_a = 1.0;
-        let a_add = (1.0 - self.phi) * base_a / f64::from(k);
-        let a_free = self.phi * base_a;
+    /// Mean hold of the baseline mix, in units of a 1-folio add hold.
+    fn s_bar1(&self) -> f64 {
+        let s_free = self.f + 31.0 * (1.0 - self.f);
+        (1.0 - self.phi) + self.phi * s_free
+    }
+
+    /// (contended, total wait, mean hold) per unit of work, in units where a 1-folio add hold
+    /// is 1.
+    fn eval(&self, k: u32, z: f64) -> (f64, f64, f64) {
+        let a_add = (1.0 - self.phi) / f64::from(k);
+        let a_free = self.phi;
         let a = a_add + a_free;
         let s_add = self.f + f64::from(k) * (1.0 - self.f);
-        let s_free = self.free_ratio;
+        let s_free = self.f + 31.0 * (1.0 - self.f);
         let s_bar = (a_add * s_add + a_free * s_free) / a;
         // z is Z/S̄ in the baseline; total think per CPU is fixed, so Z per request ∝ 1/A
-        let s_bar1 = (1.0 - self.phi) + self.phi * self.free_ratio;
-        let z_abs = z * s_bar1 * base_a / a;
+        let z_abs = z * self.s_bar1() / a;
         let (traced, wait, slow) = m2(self.n, s_bar, z_abs, self.bare_metal);
         let c = a * traced;
         let w = if slow > 0.0 {
@@ -158,8 +172,39 @@ impl Model {
         } else {
             0.0
         };
-        (c, w)
+        (c, w, s_bar)
     }
+
+    /// Mean traced wait of the baseline in units of a 1-folio add hold.
+    fn wait_per_traced(&self, z: f64) -> f64 {
+        let (c, w, _) = self.eval(1, z);
+        if c > 0.0 {
+            w / c
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Solve f = 1 − s1/S_add from the table's average wait (fixed point; S_add in ns).
+fn solve_f(n: usize, bare_metal: bool, z: f64, avg_wait_ns: f64, s1_ns: f64) -> (f64, f64) {
+    let mut f = 0.9;
+    let mut s_add = s1_ns;
+    for _ in 0..50 {
+        let m = Model {
+            n,
+            phi: 1.0 / 32.0,
+            f,
+            bare_metal,
+        };
+        let per = m.wait_per_traced(z);
+        if per <= 0.0 {
+            break;
+        }
+        s_add = avg_wait_ns / per;
+        f = (1.0 - s1_ns / s_add).clamp(0.0, 1.0);
+    }
+    (f, s_add)
 }
 
 /// Run the closed-form model on one table's rows.
@@ -195,8 +240,11 @@ pub fn run(
             "a perf lock table has no folio size or CPU count: pass --set folio_kb=N (e.g. 16) and --set cpus=N (threads contending, at least 2)".into(),
         ));
     }
-    let f: f64 = param(set, policy, "f", DEFAULT_F)?;
-    let free_ratio: f64 = param(set, policy, "free_hold_ratio", DEFAULT_FREE_HOLD_RATIO)?;
+    let f_given: Option<f64> = match set.get("f") {
+        Some(_) => Some(param(set, policy, "f", 0.9)?),
+        None => None,
+    };
+    let s1_ns: f64 = param(set, policy, "s1_ns", DEFAULT_S1_NS)?;
     let obs: String = param(set, policy, "observation", "bare-metal".to_string())?;
     let bare_metal = match obs.as_str() {
         "bare-metal" => true,
@@ -207,10 +255,8 @@ pub fn run(
             )))
         }
     };
-    if !(0.0..=1.0).contains(&f) || free_ratio <= 0.0 {
-        return Err(Error::Usage(
-            "f must be in 0..1 and free_hold_ratio positive".into(),
-        ));
+    if f_given.is_some_and(|f| !(0.0..=1.0).contains(&f)) || s1_ns <= 0.0 {
+        return Err(Error::Usage("f must be in 0..1 and s1_ns positive".into()));
     }
     let row_ix: Option<usize> = match set.get("row") {
         Some(_) => Some(param(set, policy, "row", 1usize)?),
@@ -245,30 +291,86 @@ pub fn run(
         DrainRule::BeforeAdd => DrainRule::AfterAdd,
     };
     let k_alt = folios_per_drain(order, mcp, fcap, pcap, other);
-    let acquisitions: f64 = param(set, policy, "acquisitions", contended as f64)?;
-    let model = Model {
-        n: cpus,
-        phi: 1.0 / 32.0,
-        f,
-        free_ratio,
-        bare_metal,
-    };
-    let _ = acquisitions; // A only scales both sides; ratios are per unit of work
-    let point_of = |k: u32, z: f64| {
-        let (c1, w1) = model.eval(1, z);
-        let (ck, wk) = model.eval(k, z);
+    if contended == 0 {
+        return Err(Error::Input(format!(
+            "{source}:{}: the row has no contention to predict from",
+            row.line
+        )));
+    }
+    let avg_wait = total_wait_ns as f64 / contended as f64;
+    let point_of = |k: u32, z: f64, s1: f64| {
+        let (f, s_add) = match f_given {
+            Some(f) => (f, f64::NAN),
+            None => solve_f(cpus, bare_metal, z, avg_wait, s1),
+        };
+        let model = Model {
+            n: cpus,
+            phi: 1.0 / 32.0,
+            f,
+            bare_metal,
+        };
+        let (c1, w1, _) = model.eval(1, z);
+        let (ck, wk, _) = model.eval(k, z);
         Point {
             z,
             k,
+            s1_ns: s1,
+            f,
+            hold_ns: s_add,
             ratio_contended: if ck > 0.0 { c1 / ck } else { f64::INFINITY },
             ratio_total_wait: if wk > 0.0 { w1 / wk } else { f64::INFINITY },
         }
     };
-    let point = point_of(k_main, 1.0);
+    // z is swept over 0.25..4; with the acquisitions known (e.g. from the benchmark's loop
+    // counts) the traced share C/A bounds it from above (more think time, fewer traced).
+    let acquisitions: Option<f64> = match set.get("acquisitions") {
+        Some(_) => Some(param(set, policy, "acquisitions", 0.0)?),
+        None => None,
+    };
+    let zs: Vec<f64> = match acquisitions {
+        Some(a) if a > 0.0 => {
+            let target = (contended as f64 / a).min(0.999);
+            let traced_at = |z: f64| {
+                let f = f_given.unwrap_or_else(|| solve_f(cpus, bare_metal, z, avg_wait, s1_ns).0);
+                Model {
+                    n: cpus,
+                    phi: 1.0 / 32.0,
+                    f,
+                    bare_metal,
+                }
+                .eval(1, z)
+                .0
+            };
+            let (mut lo, mut hi) = (1e-3f64, 1e3f64);
+            for _ in 0..60 {
+                let mid = (lo * hi).sqrt();
+                if traced_at(mid) > target {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let z_max = (lo * hi).sqrt();
+            let mut v: Vec<f64> = [0.25, 1.0, 4.0]
+                .into_iter()
+                .filter(|z| *z <= z_max)
+                .collect();
+            if v.len() < 3 {
+                v.push(z_max);
+            }
+            v
+        }
+        Some(_) => return Err(Error::Usage("acquisitions must be positive".into())),
+        None => vec![0.25, 1.0, 4.0],
+    };
+    let z_point = if zs.contains(&1.0) { 1.0 } else { zs[0] };
+    let point = point_of(k_main, z_point, s1_ns);
     let mut sweep = Vec::new();
     for k in [k_main, k_alt] {
-        for z in [0.25, 1.0, 4.0] {
-            sweep.push(point_of(k, z));
+        for &z in &zs {
+            for s1 in [s1_ns / 2.0, s1_ns, s1_ns * 2.0] {
+                sweep.push(point_of(k, z, s1));
+            }
         }
     }
     let range = |g: &dyn Fn(&Point) -> f64| {
@@ -280,8 +382,11 @@ pub fn run(
     for (k, v) in [
         ("folio_kb", folio_kb.to_string()),
         ("cpus", cpus.to_string()),
-        ("f", f.to_string()),
-        ("free_hold_ratio", free_ratio.to_string()),
+        ("s1_ns", s1_ns.to_string()),
+        (
+            "acquisitions",
+            acquisitions.map_or("unknown (z swept)".to_string(), |a| a.to_string()),
+        ),
         ("observation", obs.clone()),
         ("max_cached_pages", mcp.to_string()),
         ("batch_folio_cap", fcap.to_string()),
@@ -343,11 +448,15 @@ pub fn text(s: &SummaryOutcome) -> String {
         s.ratio_total_wait_range.0,
         s.ratio_total_wait_range.1
     );
-    t += "  sweep (k folios per drain, z = think/hold):\n";
+    t += &format!(
+        "  calibration: 1-folio hold under this contention {:.0} ns, fixed share f = {:.3} (s1 = {} ns)\n",
+        s.point.hold_ns, s.point.f, s.point.s1_ns
+    );
+    t += "  sweep (k folios per drain, z = think/hold, s1 per-folio ns):\n";
     for p in &s.sweep {
         t += &format!(
-            "    k={:<2} z={:<5} contended {:.2}x  total wait {:.2}x\n",
-            p.k, p.z, p.ratio_contended, p.ratio_total_wait
+            "    k={:<2} z={:<6.3} s1={:<4} f={:.3}  contended {:.2}x  total wait {:.2}x\n",
+            p.k, p.z, p.s1_ns, p.f, p.ratio_contended, p.ratio_total_wait
         );
     }
     t
