@@ -290,9 +290,9 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     let id = &o.identities;
     s += &format!(
         "identities: {} pages in {} folios added; add-side holds {} measured vs {} by the kernel rule \
-         ({} full, {} large-folio, {} explicit drains); {} free-side holds\n",
+         ({} full, {} large-folio, {} explicit drains); free-side holds {} measured vs {} by the kernel rule\n",
         id.pages_added, id.folios_added, id.add_holds_measured, id.add_holds_rule,
-        id.drains_full, id.drains_large, id.drains_explicit, id.free_holds
+        id.drains_full, id.drains_large, id.drains_explicit, id.free_holds, id.free_holds_rule
     );
     s += "sensitivity (contended, total wait):\n";
     for x in &o.sensitivity {

@@ -83,6 +83,8 @@ pub struct Identities {
     pub add_holds_rule: u64,
     /// Free-side holds seen.
     pub free_holds: u64,
+    /// Free-side holds the kernel's mmu_gather + folio_batch rule gives for the same zaps.
+    pub free_holds_rule: u64,
     /// Drains by trigger: batch full, large folio, explicit.
     pub drains_full: u64,
     /// Drains triggered by a large folio.
@@ -365,6 +367,23 @@ fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<
         }
     }
     let it = intents::build(rec, cal);
+    for s in &it.streams {
+        let mut zaps: BTreeMap<u32, (u32, u64)> = BTreeMap::new();
+        for i in s {
+            if let intents::Intent::Free {
+                zap, folios, pages, ..
+            } = *i
+            {
+                let z = zaps.entry(zap).or_default();
+                z.0 += folios;
+                z.1 += pages;
+            }
+        }
+        for (folios, pages) in zaps.values() {
+            let large = *pages > u64::from(*folios);
+            id.free_holds_rule += reconstruct::free_holds_rule(*folios, large).len() as u64;
+        }
+    }
     id.add_holds_rule = policy::Baseline
         .requests(&it, ctx)?
         .iter()

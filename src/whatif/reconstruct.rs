@@ -20,6 +20,35 @@ use crate::error::{Error, Result};
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
 pub const FOLIO_BATCH: u32 = 31;
 
+/// Entries in the on-stack bundle of a `struct mmu_gather` (`MMU_GATHER_BUNDLE`, mm/mmu_gather.c).
+pub const MMU_GATHER_BUNDLE: u32 = 8;
+
+/// Entries in each further `mmu_gather_batch` page: `(PAGE_SIZE − 16) / 8` on 64-bit, 4 KiB pages.
+pub const MAX_GATHER_BATCH: u32 = 510;
+
+/// Free-side `lru_lock` holds of one zap of `folios` folios, by the kernel rule: the zap
+/// collects folios in `mmu_gather` batches (first the 8-entry bundle, then 510-entry pages; a
+/// large folio takes 2 entries, page + `nr_pages`), each batch is freed by
+/// `free_pages_and_swap_cache()` → `folios_put_refs()` in `folio_batch`es of 31, one hold each.
+pub fn free_holds_rule(folios: u32, large: bool) -> Vec<u32> {
+    let per = if large { 2 } else { 1 };
+    let mut left = folios;
+    let mut holds = Vec::new();
+    let mut cap_entries = MMU_GATHER_BUNDLE;
+    while left > 0 {
+        let in_batch = (cap_entries / per).max(1).min(left);
+        left -= in_batch;
+        let mut b = in_batch;
+        while b > 0 {
+            let n = b.min(FOLIO_BATCH);
+            holds.push(n);
+            b -= n;
+        }
+        cap_entries = MAX_GATHER_BATCH;
+    }
+    holds
+}
+
 /// Reconstruction knobs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -231,9 +260,10 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             Kind::Begin { lock: l } => {
                 if l == lock {
                     pending.entry(e.cpu).or_default().0 = Some(e.ts);
-                } else {
-                    cur.side = None;
                 }
+                // Another lock's wait inside a free burst is `free_unref_folios()` taking the
+                // zone lock (orders above the pcp lists free straight to the buddy allocator):
+                // it neither ends nor starts an lru_lock hold.
             }
             Kind::End { lock: l } => {
                 if l == lock {
@@ -249,8 +279,9 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     }
                     // a wait ends a hold in progress on this CPU: the next event starts anew
                     cur.side = None;
-                } else {
-                    cur.side = None;
+                } else if cur.side == Some(Side::Free) {
+                    // see Begin: the burst goes on after the zone-lock wait
+                    cur.last_ts = e.ts;
                 }
             }
         }
@@ -345,5 +376,22 @@ fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
         // No traced wait precedes an insertion: nothing was contended, or no lock events were
         // captured. Holds can still be rebuilt; waits are zero.
         _ => Ok(u32::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_holds_rule;
+
+    #[test]
+    fn mmu_gather_batching() {
+        // 16 MiB of 4 KiB folios: 8 + 8×510 + 8 entries → 1 + 8×17 + 1 holds
+        assert_eq!(free_holds_rule(4096, false).len(), 138);
+        // 16 KiB folios take 2 entries: 4 + 4×255 folios → 1 + 4×9 holds
+        assert_eq!(free_holds_rule(1024, true).len(), 37);
+        assert_eq!(free_holds_rule(512, true).len(), 19);
+        assert_eq!(free_holds_rule(256, true).len(), 10);
+        assert_eq!(free_holds_rule(256, true).iter().sum::<u32>(), 256);
+        assert!(free_holds_rule(0, false).is_empty());
     }
 }

@@ -5,3 +5,4 @@ mod cli;
 mod common;
 mod seed;
 mod traces;
+mod whatif;

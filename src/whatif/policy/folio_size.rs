@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use super::{check_keys, param, Batcher, Context, Policy, Request};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
-use crate::whatif::reconstruct::FOLIO_BATCH;
+use crate::whatif::reconstruct::free_holds_rule;
 
 /// Target folio size and the clock scaling.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -179,13 +179,11 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                         _ => break,
                     }
                 }
-                let folios = pages.div_ceil(pages_per);
-                let batches = folios.div_ceil(u64::from(FOLIO_BATCH)).max(1);
+                let folios = pages.div_ceil(pages_per) as u32;
+                let holds = free_holds_rule(folios, pages_per > 1);
+                let batches = holds.len().max(1);
                 let (first, last) = (vs[0], *vs.last().unwrap_or(&vs[0]));
-                let mut left = folios;
-                for b in 0..batches {
-                    let n = left.min(u64::from(FOLIO_BATCH));
-                    left -= n;
+                for (b, n) in holds.into_iter().enumerate() {
                     let v = if batches == 1 {
                         first
                     } else {
@@ -195,8 +193,8 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                     };
                     out.push(Intent::Free {
                         v,
-                        folios: n as u32,
-                        pages: n * pages_per,
+                        folios: n,
+                        pages: u64::from(n) * pages_per,
                         zap,
                     });
                 }
