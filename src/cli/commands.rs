@@ -606,9 +606,12 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     };
     json("diff-seed.json", &seed_diff)?;
     json("diff-16K-vs-4K.json", &cap_diff)?;
+    drop(stdout);
+    super::whatif::demo(fixtures, out)?;
+    let mut stdout = io::stdout().lock();
     writeln!(
         stdout,
-        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json to {}",
+        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json, whatif-*.json to {}",
         out.display()
     )?;
     Ok(())
