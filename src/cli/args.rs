@@ -59,6 +59,9 @@ order, and the `match` column says which rows were paired that way.")]
     Diff(DiffArgs),
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
+    /// Draw a chart (PNG or SVG): ab, waits, timeline, whatif.
+    #[command(after_help = super::plot::AFTER_HELP)]
+    Plot(super::plot::PlotArgs),
     /// Predict a patch's lru_lock contention by replaying a baseline capture through its policy.
     #[command(after_help = WHATIF_HELP)]
     Whatif(WhatifArgs),

@@ -28,25 +28,26 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo(a) => demo(a),
         Command::Whatif(a) => super::whatif::whatif(a),
         Command::Validate(a) => super::whatif::validate(a),
+        Command::Plot(a) => super::plot::plot(a),
     }
 }
 
 /// One input, parsed: perf lock tables as they are; event traces into contention intervals
 /// and the `lock_stats` rows perf lock contention would print for them.
-struct Loaded {
-    spec: InputSpec,
-    parsed: perf_lock::Parsed,
-    trace: Option<Trace>,
+pub(super) struct Loaded {
+    pub(super) spec: InputSpec,
+    pub(super) parsed: perf_lock::Parsed,
+    pub(super) trace: Option<Trace>,
 }
 
-struct Trace {
+pub(super) struct Trace {
     format: Format,
     events: u64,
-    contention: DataFrame,
+    pub(super) contention: DataFrame,
     counts: lockcast::frames::contention::PairingCounts,
 }
 
-fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
+pub(super) fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
     let spec = InputSpec::parse(spec_text);
     let mut r = input::open(&spec.path)?;
     let format = match opts.format {

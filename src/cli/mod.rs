@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod whatif;
+mod plot;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
