@@ -393,6 +393,26 @@ mod tests {
     }
 
     #[test]
+    fn renders_the_example_as_png_and_svg() {
+        let chart = WhatIfChart::new(example());
+        let png =
+            crate::plots::render(&chart, crate::plots::ImageFormat::Png, None).unwrap_or_default();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // IHDR width and height: 1200 x max(150 + (14 + 3 * 10) * 2, 420)
+        assert_eq!(png[16..24], [0, 0, 4, 176, 0, 0, 1, 164]);
+        let svg =
+            crate::plots::render(&chart, crate::plots::ImageFormat::Svg, None).unwrap_or_default();
+        let svg = String::from_utf8_lossy(&svg);
+        for label in [
+            "What-if lru-cache (max_cached_pages=31)",
+            "measured after the change",
+            "6.71x",
+        ] {
+            assert!(svg.contains(label), "{label} missing");
+        }
+    }
+
+    #[test]
     fn json_without_rows_is_bad_input() {
         let e = rows_from_json("{\"x\": 1}", "x.json").err();
         assert!(matches!(e, Some(Error::Input(m)) if m.contains("no what-if rows")));

@@ -3,6 +3,7 @@
 mod captures;
 mod cli;
 mod common;
+mod plots;
 mod seed;
 mod traces;
 mod whatif;
