@@ -11,6 +11,7 @@ use lockcast::analyses::report::{self, By, SortKey, TableSummary};
 use lockcast::analyses::stat_row;
 use lockcast::frames::lock_stats;
 use lockcast::input::{self, InputSpec};
+use lockcast::output::formats::{self, Format as OutFormat};
 use lockcast::output::table::{render, Align};
 use lockcast::output::write::{self, FileFormat};
 use lockcast::parsers::detect::{self, Format};
@@ -295,14 +296,20 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
     };
     let summaries = report::summarize(&df, &opts)?;
     let mut out = io::stdout().lock();
-    if a.json {
-        let v: Vec<serde_json::Value> = summaries.iter().map(summary_json).collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-    } else {
-        for s in &summaries {
-            write!(out, "{}", summary_text(s))?;
+    match a.out_format.resolve(a.json) {
+        OutFormat::Json => {
+            let v: Vec<serde_json::Value> = summaries.iter().map(summary_json).collect();
+            serde_json::to_writer_pretty(&mut out, &v)?;
+            writeln!(out)?;
         }
+        OutFormat::Table => {
+            for s in &summaries {
+                write!(out, "{}", summary_text(s))?;
+            }
+        }
+        OutFormat::Markdown => write!(out, "{}", formats::report_markdown(&summaries))?,
+        OutFormat::Text => write!(out, "{}", formats::report_text(&summaries))?,
+        OutFormat::Csv => write!(out, "{}", formats::report_csv(&summaries))?,
     }
     Ok(())
 }
@@ -451,11 +458,15 @@ fn diff_cmd(a: DiffArgs) -> Result<()> {
     let (pn, p) = load_one_table(&a.patched, &a.input)?;
     let d = diff::diff(&bn, &b, &pn, &p);
     let mut out = io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &d)?;
-        writeln!(out)?;
-    } else {
-        write!(out, "{}", diff_text(&d, a.top))?;
+    match a.out_format.resolve(a.json) {
+        OutFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &d)?;
+            writeln!(out)?;
+        }
+        OutFormat::Table => write!(out, "{}", diff_text(&d, a.top))?,
+        OutFormat::Markdown => write!(out, "{}", formats::diff_markdown(&d, a.top))?,
+        OutFormat::Text => write!(out, "{}", formats::diff_text(&d, a.top))?,
+        OutFormat::Csv => write!(out, "{}", formats::diff_csv(&d))?,
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 mod captures;
 mod cli;
 mod common;
+mod formats;
 mod plots;
 mod seed;
 mod traces;
