@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(name_cell("folio_batch_move..."), " folio_batch_move...");
         assert_eq!(
             name_cell("&sb->s_type->i_lock_key#23"),
-            " &sb->s_type->i_lo..."
+            " &sb->s_type->i_l..."
         );
     }
 
