@@ -618,9 +618,11 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     };
     json("diff-seed.json", &seed_diff)?;
     json("diff-16K-vs-4K.json", &cap_diff)?;
+    let plots = super::plot::demo_plots(fixtures, out, &cap_diff)?;
     writeln!(
         stdout,
-        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json to {}",
+        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json, {} to {}",
+        plots.join(", "),
         out.display()
     )?;
     Ok(())

@@ -1,7 +1,7 @@
 //! `lockcast plot KIND INPUT... -o FILE.png|svg`: charts from captures and what-if results.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -194,6 +194,58 @@ pub fn plot(a: PlotArgs) -> Result<()> {
             save(&chart, &a, chart.rows.len())
         }
     }
+}
+
+/// The demo's charts: the 16K-vs-4K capture diff as A/B bars, the wait-time distribution of
+/// the 16K and 4K replay traces, and the per-CPU timeline of the `-g` trace. Returns the file
+/// names written into `out`.
+pub fn demo_plots(fixtures: &Path, out: &Path, cap_diff: &diff::Diff) -> Result<Vec<String>> {
+    let opts = InputOpts {
+        format: super::args::FormatArg::Auto,
+        lenient: false,
+    };
+    let f = |p: &str| fixtures.join(p).to_string_lossy().into_owned();
+    let mut written = Vec::new();
+    let mut put = |name: &str, chart: &dyn Fn(&Path) -> Result<(), Error>| -> Result<()> {
+        chart(&out.join(name))?;
+        written.push(name.to_string());
+        Ok(())
+    };
+    let mut ab = AbChart::from_diff(cap_diff, 10);
+    ab.title = "16K mTHP (base) vs 4K pages: top 10 callers by base total wait".into();
+    put("ab-16K-vs-4K.png", &|p| plots::save(&ab, p, None))?;
+    put("ab-16K-vs-4K.svg", &|p| plots::save(&ab, p, None))?;
+
+    let traces = ["replay/micro-16K-r1", "replay/micro-4K-r1"];
+    let mut sets = Vec::new();
+    for t in traces {
+        let spec = f(&format!("{t}/script-ns.txt.gz"));
+        let df = demo_trace(&spec, &opts)?;
+        sets.push(waits::WaitSet::from_contention(
+            &plots::short_name(&spec),
+            &df,
+            waits::WaitKey::Auto,
+        )?);
+    }
+    let w = waits::WaitsChart::new(&sets, 4)?;
+    put("waits-16K-vs-4K.png", &|p| plots::save(&w, p, None))?;
+
+    let spec = f("traces/micro-16K-g/script-ns.txt.gz");
+    let df = demo_trace(&spec, &opts)?;
+    let t = timeline::TimelineChart::from_contention(
+        &plots::short_name(&spec),
+        &df,
+        timeline::DEFAULT_BINS,
+    )?;
+    put("timeline-16K.png", &|p| plots::save(&t, p, None))?;
+    Ok(written)
+}
+
+fn demo_trace(spec: &str, opts: &InputOpts) -> Result<polars::prelude::DataFrame, Error> {
+    load(spec, opts)?
+        .trace
+        .map(|t| t.contention)
+        .ok_or_else(|| Error::Input(format!("{spec}: expected an event trace")))
 }
 
 fn trace_of(spec: &str, a: &PlotArgs) -> Result<polars::prelude::DataFrame, Error> {

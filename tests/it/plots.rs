@@ -311,3 +311,23 @@ fn plots_bad_arguments_are_usage_errors() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn plots_demo_writes_its_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = lockcast(&["demo", "--out", &dir.path().to_string_lossy()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("ab-16K-vs-4K.png, ab-16K-vs-4K.svg, waits-16K-vs-4K.png, timeline-16K.png"),
+        "{s}"
+    );
+    let ab = read_png(&dir.path().join("ab-16K-vs-4K.png"));
+    assert_eq!((ab.width, ab.height), (1200, 490));
+    let w = read_png(&dir.path().join("waits-16K-vs-4K.png"));
+    assert_eq!((w.width, w.height), (1400, 870));
+    let t = read_png(&dir.path().join("timeline-16K.png"));
+    assert_eq!((t.width, t.height), (1200, 680));
+    let svg = svg_text(&dir.path().join("ab-16K-vs-4K.svg"));
+    assert!(svg.contains("16K mTHP (base) vs 4K pages"));
+}
