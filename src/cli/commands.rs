@@ -173,6 +173,28 @@ fn parse(a: ParseArgs) -> Result<()> {
     let (path, format) = output_target(&out, a.to)?;
     write::write_frame(&df, &path, format)?;
     eprintln!("lockcast: wrote {} rows to {}", df.height(), path.display());
+    // A directory gets one file per table: traces also give their waits (`contention`).
+    if FileFormat::from_path(&out).is_none() {
+        let mut waits: Option<DataFrame> = None;
+        for t in loaded.iter().filter_map(|l| l.trace.as_ref()) {
+            match waits.as_mut() {
+                None => waits = Some(t.contention.clone()),
+                Some(w) => {
+                    w.vstack_mut(&t.contention)
+                        .map_err(|e| Error::polars("appending contention", e))?;
+                }
+            }
+        }
+        if let Some(w) = waits {
+            let p = out.join(format!(
+                "{}.{}",
+                lockcast::frames::schema::contention::TABLE,
+                format.ext()
+            ));
+            write::write_frame(&w, &p, format)?;
+            eprintln!("lockcast: wrote {} rows to {}", w.height(), p.display());
+        }
+    }
     Ok(())
 }
 

@@ -170,3 +170,28 @@ fn formats_json_flag_is_format_json() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn formats_parse_to_a_directory_writes_the_contention_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = format!("{}/", dir.path().display());
+    let o = lockcast(&[
+        "parse",
+        "fixtures/replay/micro-16K-r1/script-ns.txt.gz",
+        "fixtures/replay/micro-4K-r1/script-ns.txt.gz",
+        "--to",
+        "csv",
+        "-o",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(dir.path().join("contention.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("source,begin_line,cpu,tid,comm,lock,flags,type,begin_ns,end_ns,wait_ns,ret,caller,stack")
+    );
+    // 887 + 661 contention_begin/end pairs in the two traces (zgrep -c contention_end)
+    assert_eq!(lines.count(), 887 + 661);
+    assert!(dir.path().join("lock_stats.csv").is_file());
+}
