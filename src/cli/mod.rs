@@ -2,8 +2,8 @@
 
 mod args;
 mod commands;
-mod whatif;
 mod plot;
+mod whatif;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -202,7 +202,9 @@ impl Bars {
             .bold_line_style(RGBColor(215, 215, 215))
             .draw()?;
 
-        let band = 0.8;
+        // Bars at most 26 px thick: with one or two groups a full band would be a slab.
+        let px_per_group = f64::from(chart.plotting_area().dim_in_pixel().1) / n as f64;
+        let band = (26.0 * m as f64 / px_per_group.max(1.0)).min(0.8);
         let bar = band / m as f64;
         let note_font = (FONT, TICK_PX, FontStyle::Bold).into_font().color(&INK);
         for (g, vals) in panel.values.iter().enumerate() {

@@ -331,3 +331,45 @@ fn plots_demo_writes_its_charts() {
     let svg = svg_text(&dir.path().join("ab-16K-vs-4K.svg"));
     assert!(svg.contains("16K mTHP (base) vs 4K pages"));
 }
+
+/// The what-if chart from the real `lockcast whatif --json` of a replay capture, piped in.
+#[test]
+fn plots_whatif_from_a_real_whatif_run() {
+    let o = lockcast(&[
+        "whatif",
+        "lru-cache",
+        "fixtures/replay/micro-16K-r1/script-ns.txt.gz",
+        "--json",
+        "--bootstrap",
+        "20",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &v["rows"][0];
+    // the LRU lock: 799 contention_begin on 0xffff888112cdf498 in the raw trace
+    assert_eq!(row["lock"], "0xffff888112cdf498");
+    assert_eq!(row["measured"]["contended"], 799);
+    let d = out_dir("whatif-real");
+    let svg = d.join("w.svg");
+    let png = d.join("w.png");
+    for out in [&svg, &png] {
+        let p = lockcast_stdin(
+            &["plot", "whatif", "-", "-o", out.to_str().unwrap()],
+            &o.stdout,
+        );
+        assert!(p.status.success(), "{}", stderr(&p));
+    }
+    let s = svg_text(&svg);
+    let ratio = |k: &str| format!("{:.2}x", row[k].as_f64().unwrap());
+    for label in [
+        "What-if lru-cache: measured vs predicted contention".to_string(),
+        "0xffff888112cdf498".to_string(),
+        ratio("ratio_contended"),
+        ratio("ratio_total_wait"),
+    ] {
+        assert!(s.contains(&label), "{label:?} missing");
+    }
+    let p = read_png(&png);
+    assert_eq!((p.width, p.height), (1200, 420));
+    assert!(p.has(BASE) && p.has(PATCHED));
+}
