@@ -240,13 +240,19 @@ pub fn short_name(input: &str) -> String {
     }
 }
 
-/// Cut `s` to at most `max` characters, marking the cut with `…`.
+/// Cut `s` to at most `max` characters with `…` in the middle, keeping both ends: the start
+/// names the function, the end tells rows apart (`+0x58 #2`, the file name of a path).
 pub fn ellipsize(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
+    let n = s.chars().count();
+    if n <= max {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    let keep = max.saturating_sub(1);
+    let head = keep - keep / 2;
+    let tail = keep / 2;
+    let mut out: String = s.chars().take(head).collect();
     out.push('…');
+    out.extend(s.chars().skip(n - tail));
     out
 }
 
@@ -290,7 +296,11 @@ mod tests {
         assert_eq!(tick_count(21_414_857.0), "21.41M");
         assert_eq!(tick_count(250.0), "250");
         assert_eq!(tick_value(2.50), "2.5");
-        assert_eq!(ellipsize("folio_batch_move_lru+0x88", 10), "folio_bat…");
+        assert_eq!(ellipsize("folio_batch_move_lru+0x88", 10), "folio…0x88");
+        assert_eq!(
+            ellipsize("spinlock __page_cache_release.part.0+0x58 #2", 40),
+            "spinlock __page_cach…ease.part.0+0x58 #2"
+        );
     }
 
     #[test]
