@@ -45,6 +45,9 @@ pub enum Error {
         /// polars' error.
         source: polars::error::PolarsError,
     },
+    /// Drawing or encoding a chart failed (a bug: charts are drawn in memory).
+    #[error("{0}")]
+    Plot(String),
 }
 
 fn parse_message(path: &str, e: &ParseError) -> String {
@@ -98,7 +101,7 @@ impl Error {
             Error::Parse { .. } | Error::Input(_) => 3,
             Error::Io { .. } => 4,
             Error::Usage(_) => 2,
-            Error::Polars { .. } => 1,
+            Error::Polars { .. } | Error::Plot(_) => 1,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod frames;
 pub mod input;
 pub mod output;
+pub mod plots;
 pub mod units;
 pub mod whatif;
 

@@ -71,6 +71,10 @@ pub struct DiffRow {
     pub base_max_wait_ns: Option<u64>,
     /// Patched max wait, ns.
     pub patched_max_wait_ns: Option<u64>,
+    /// Base min wait, ns (for perf's `report` layout in `--format text`).
+    pub base_min_wait_ns: Option<u64>,
+    /// Patched min wait, ns.
+    pub patched_min_wait_ns: Option<u64>,
     /// patched - base contended.
     pub delta_contended: Option<i128>,
     /// patched - base total wait, ns.
@@ -176,6 +180,8 @@ fn pair(b: &StatRow, p: &StatRow, key: String, matched_by: MatchedBy, rank: u32)
         patched_avg_wait_ns: p.avg_wait_ns,
         base_max_wait_ns: b.max_wait_ns,
         patched_max_wait_ns: p.max_wait_ns,
+        base_min_wait_ns: b.min_wait_ns,
+        patched_min_wait_ns: p.min_wait_ns,
         delta_contended: delta(b.contended, p.contended),
         delta_total_wait_ns: delta(b.total_wait_ns, p.total_wait_ns),
         ratio_contended: ratio(b.contended, p.contended),

@@ -59,6 +59,9 @@ order, and the `match` column says which rows were paired that way.")]
     Diff(DiffArgs),
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
+    /// Draw a chart (PNG or SVG): ab, waits, timeline, whatif.
+    #[command(after_help = super::plot::AFTER_HELP)]
+    Plot(super::plot::PlotArgs),
     /// Predict a patch's lru_lock contention by replaying a baseline capture through its policy.
     #[command(after_help = WHATIF_HELP)]
     Whatif(WhatifArgs),
@@ -180,6 +183,35 @@ pub enum FormatArg {
     PerfScript,
 }
 
+/// Output format of `report` and `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutFormatArg {
+    /// Aligned text table for terminals.
+    Table,
+    /// GitHub-flavoured Markdown table, for web review tools.
+    Markdown,
+    /// perf lock's own column layout, to paste into a cover letter.
+    Text,
+    /// CSV with raw values (times in integer ns).
+    Csv,
+    /// JSON.
+    Json,
+}
+
+impl OutFormatArg {
+    /// `--json` is kept as a short form of `--format json`.
+    pub fn resolve(self, json: bool) -> lockcast::output::formats::Format {
+        use lockcast::output::formats::Format;
+        match (json, self) {
+            (true, _) | (_, OutFormatArg::Json) => Format::Json,
+            (_, OutFormatArg::Table) => Format::Table,
+            (_, OutFormatArg::Markdown) => Format::Markdown,
+            (_, OutFormatArg::Text) => Format::Text,
+            (_, OutFormatArg::Csv) => Format::Csv,
+        }
+    }
+}
+
 /// Output file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ToArg {
@@ -194,8 +226,8 @@ pub enum ToArg {
 /// Options shared by every command that reads captures.
 #[derive(Debug, Clone, Args)]
 pub struct InputOpts {
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    /// Input format (`--format` is the output format of report and diff).
+    #[arg(long = "input-format", value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
     /// Skip malformed lines (they are counted and the first ones reported) instead of failing.
     #[arg(long)]
@@ -256,7 +288,10 @@ pub struct ReportArgs {
     /// Sort key.
     #[arg(long, value_enum, default_value_t = SortArg::Total)]
     pub sort: SortArg,
-    /// Print JSON instead of a text table.
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = OutFormatArg::Table)]
+    pub out_format: OutFormatArg,
+    /// Same as --format json.
     #[arg(long)]
     pub json: bool,
 }
@@ -270,10 +305,13 @@ pub struct DiffArgs {
     pub patched: String,
     #[command(flatten)]
     pub input: InputOpts,
-    /// Rows shown (all rows are in --json).
+    /// Rows shown (all rows are in json and csv).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
-    /// Print JSON instead of a text table.
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = OutFormatArg::Table)]
+    pub out_format: OutFormatArg,
+    /// Same as --format json.
     #[arg(long)]
     pub json: bool,
 }

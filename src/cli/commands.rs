@@ -11,6 +11,7 @@ use lockcast::analyses::report::{self, By, SortKey, TableSummary};
 use lockcast::analyses::stat_row;
 use lockcast::frames::lock_stats;
 use lockcast::input::{self, InputSpec};
+use lockcast::output::formats::{self, Format as OutFormat};
 use lockcast::output::table::{render, Align};
 use lockcast::output::write::{self, FileFormat};
 use lockcast::parsers::detect::{self, Format};
@@ -28,25 +29,26 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo(a) => demo(a),
         Command::Whatif(a) => super::whatif::whatif(a),
         Command::Validate(a) => super::whatif::validate(a),
+        Command::Plot(a) => super::plot::plot(a),
     }
 }
 
 /// One input, parsed: perf lock tables as they are; event traces into contention intervals
 /// and the `lock_stats` rows perf lock contention would print for them.
-struct Loaded {
-    spec: InputSpec,
-    parsed: perf_lock::Parsed,
-    trace: Option<Trace>,
+pub(super) struct Loaded {
+    pub(super) spec: InputSpec,
+    pub(super) parsed: perf_lock::Parsed,
+    pub(super) trace: Option<Trace>,
 }
 
-struct Trace {
+pub(super) struct Trace {
     format: Format,
     events: u64,
-    contention: DataFrame,
+    pub(super) contention: DataFrame,
     counts: lockcast::frames::contention::PairingCounts,
 }
 
-fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
+pub(super) fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
     let spec = InputSpec::parse(spec_text);
     let mut r = input::open(&spec.path)?;
     let format = match opts.format {
@@ -171,6 +173,28 @@ fn parse(a: ParseArgs) -> Result<()> {
     let (path, format) = output_target(&out, a.to)?;
     write::write_frame(&df, &path, format)?;
     eprintln!("lockcast: wrote {} rows to {}", df.height(), path.display());
+    // A directory gets one file per table: traces also give their waits (`contention`).
+    if FileFormat::from_path(&out).is_none() {
+        let mut waits: Option<DataFrame> = None;
+        for t in loaded.iter().filter_map(|l| l.trace.as_ref()) {
+            match waits.as_mut() {
+                None => waits = Some(t.contention.clone()),
+                Some(w) => {
+                    w.vstack_mut(&t.contention)
+                        .map_err(|e| Error::polars("appending contention", e))?;
+                }
+            }
+        }
+        if let Some(w) = waits {
+            let p = out.join(format!(
+                "{}.{}",
+                lockcast::frames::schema::contention::TABLE,
+                format.ext()
+            ));
+            write::write_frame(&w, &p, format)?;
+            eprintln!("lockcast: wrote {} rows to {}", w.height(), p.display());
+        }
+    }
     Ok(())
 }
 
@@ -294,14 +318,20 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
     };
     let summaries = report::summarize(&df, &opts)?;
     let mut out = io::stdout().lock();
-    if a.json {
-        let v: Vec<serde_json::Value> = summaries.iter().map(summary_json).collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-    } else {
-        for s in &summaries {
-            write!(out, "{}", summary_text(s))?;
+    match a.out_format.resolve(a.json) {
+        OutFormat::Json => {
+            let v: Vec<serde_json::Value> = summaries.iter().map(summary_json).collect();
+            serde_json::to_writer_pretty(&mut out, &v)?;
+            writeln!(out)?;
         }
+        OutFormat::Table => {
+            for s in &summaries {
+                write!(out, "{}", summary_text(s))?;
+            }
+        }
+        OutFormat::Markdown => write!(out, "{}", formats::report_markdown(&summaries))?,
+        OutFormat::Text => write!(out, "{}", formats::report_text(&summaries))?,
+        OutFormat::Csv => write!(out, "{}", formats::report_csv(&summaries))?,
     }
     Ok(())
 }
@@ -450,11 +480,15 @@ fn diff_cmd(a: DiffArgs) -> Result<()> {
     let (pn, p) = load_one_table(&a.patched, &a.input)?;
     let d = diff::diff(&bn, &b, &pn, &p);
     let mut out = io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &d)?;
-        writeln!(out)?;
-    } else {
-        write!(out, "{}", diff_text(&d, a.top))?;
+    match a.out_format.resolve(a.json) {
+        OutFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &d)?;
+            writeln!(out)?;
+        }
+        OutFormat::Table => write!(out, "{}", diff_text(&d, a.top))?,
+        OutFormat::Markdown => write!(out, "{}", formats::diff_markdown(&d, a.top))?,
+        OutFormat::Text => write!(out, "{}", formats::diff_text(&d, a.top))?,
+        OutFormat::Csv => write!(out, "{}", formats::diff_csv(&d))?,
     }
     Ok(())
 }
@@ -606,12 +640,14 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     };
     json("diff-seed.json", &seed_diff)?;
     json("diff-16K-vs-4K.json", &cap_diff)?;
+    let mut plots = super::plot::demo_plots(fixtures, out, &cap_diff)?;
     drop(stdout);
-    super::whatif::demo(fixtures, out)?;
+    plots.extend(super::whatif::demo(fixtures, out)?);
     let mut stdout = io::stdout().lock();
     writeln!(
         stdout,
-        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json, whatif-*.json to {}",
+        "\nwrote lock_stats.{{csv,parquet,json}}, diff-seed.json, diff-16K-vs-4K.json, whatif-*.json, {} to {}",
+        plots.join(", "),
         out.display()
     )?;
     Ok(())

@@ -2,6 +2,7 @@
 
 mod args;
 mod commands;
+mod plot;
 mod whatif;
 
 use std::io::{self, Write};

@@ -313,7 +313,8 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
 
 /// The what-if part of `lockcast demo`: the RFC's policy on a 16K capture, a folio-size
 /// prediction checked against a real 4K capture, and the closed-form model on the seed table.
-pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<()> {
+pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<String>> {
+    let mut charts = Vec::new();
     let f = |p: &str| fixtures.join(p).to_string_lossy().into_owned();
     let mut stdout = io::stdout().lock();
     let engine_opts = EngineOpts {
@@ -333,10 +334,9 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<()> {
     )?;
     let o = engine("lru-cache", &base, &BTreeMap::new(), &engine_opts)?;
     write!(stdout, "{}", outcome_text(&o, None))?;
-    write_json(
-        &out.join("whatif-lru-cache-16K.json"),
-        &outcome_json(&o, None),
-    )?;
+    let j = outcome_json(&o, None);
+    write_json(&out.join("whatif-lru-cache-16K.json"), &j)?;
+    charts.push(whatif_chart(&j, &out.join("whatif-lru-cache-16K.png"))?);
 
     writeln!(
         stdout,
@@ -360,10 +360,12 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<()> {
         slowpath: rec.measured_contended,
     };
     write!(stdout, "{}", outcome_text(&v, Some((&after_path, &m))))?;
-    write_json(
-        &out.join("validate-folio-size-16K-to-4K.json"),
-        &outcome_json(&v, Some((&after_path, &m))),
-    )?;
+    let j = outcome_json(&v, Some((&after_path, &m)));
+    write_json(&out.join("validate-folio-size-16K-to-4K.json"), &j)?;
+    charts.push(whatif_chart(
+        &j,
+        &out.join("validate-folio-size-16K-to-4K.png"),
+    )?);
 
     writeln!(
         stdout,
@@ -385,7 +387,17 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<()> {
         &out.join("whatif-seed-summary.json"),
         &serde_json::to_value(&s)?,
     )?;
-    Ok(())
+    Ok(charts)
+}
+
+fn whatif_chart(j: &Value, path: &std::path::Path) -> Result<String, Error> {
+    use lockcast::plots::{self, whatif::WhatIfChart};
+    let rows = plots::whatif::rows_from_json(&j.to_string(), "what-if")?;
+    plots::save(&WhatIfChart::new(rows), path, None)?;
+    Ok(path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default())
 }
 
 fn write_json(p: &std::path::Path, v: &Value) -> Result<(), Error> {

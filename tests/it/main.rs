@@ -3,6 +3,8 @@
 mod captures;
 mod cli;
 mod common;
+mod formats;
+mod plots;
 mod seed;
 mod traces;
 mod whatif;

@@ -1,0 +1,287 @@
+//! `lockcast plot KIND INPUT... -o FILE.png|svg`: charts from captures and what-if results.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use lockcast::analyses::diff;
+use lockcast::input;
+use lockcast::plots::{self, ab::AbChart, timeline, waits, whatif};
+use lockcast::Error;
+
+use super::args::InputOpts;
+use super::commands::{load, load_one_table};
+
+/// Chart kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotKind {
+    /// Top locks/callers of BASE and PATCHED: contended and total wait, with ratios.
+    Ab,
+    /// Wait-time distribution per lock, log-scaled bins, from 1-3 traces (first = base).
+    Waits,
+    /// Share of time each CPU spent waiting, over the trace (heat map).
+    Timeline,
+    /// Measured vs predicted (with interval) vs after, from `lockcast whatif --json`.
+    Whatif,
+}
+
+/// Grouping of waits into panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitKeyArg {
+    /// Caller when the trace has call chains, else lock address.
+    Auto,
+    /// Caller (needs call chains: perf record -g).
+    Caller,
+    /// Lock address.
+    Lock,
+}
+
+/// `lockcast plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Chart kind.
+    #[arg(value_enum)]
+    pub kind: PlotKind,
+    /// Inputs: `ab` BASE PATCHED (perf lock tables, `path#N`, or traces); `waits` TRACE...;
+    /// `timeline` TRACE; `whatif` FILE.json (`-` = stdin).
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// Output image: the extension picks the format (`.png` or `.svg`).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Title (default: says what is plotted and from what).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Legend text per input, in input order (default: the input's folder and file name).
+    #[arg(long = "label", value_name = "TEXT")]
+    pub labels: Vec<String>,
+    /// Locks or callers shown (default: ab 10, waits 4, whatif all).
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Image size in pixels, WxH (default: fits the content).
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<(u32, u32)>,
+    /// waits: group by caller or lock address.
+    #[arg(long, value_enum, default_value_t = WaitKeyArg::Auto)]
+    pub by: WaitKeyArg,
+    /// timeline: number of time bins.
+    #[arg(long, default_value_t = timeline::DEFAULT_BINS)]
+    pub bins: usize,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("expected WxH such as 1200x700, got {s:?}"))?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("expected WxH such as 1200x700, got {s:?}"))
+    };
+    Ok((n(w)?, n(h)?))
+}
+
+fn need(a: &PlotArgs, min: usize, max: usize, what: &str) -> Result<(), Error> {
+    let n = a.inputs.len();
+    if n < min || n > max {
+        return Err(Error::Usage(format!(
+            "plot {}: expects {what}, got {n} input(s)",
+            kind_name(a.kind)
+        )));
+    }
+    Ok(())
+}
+
+fn kind_name(k: PlotKind) -> &'static str {
+    match k {
+        PlotKind::Ab => "ab",
+        PlotKind::Waits => "waits",
+        PlotKind::Timeline => "timeline",
+        PlotKind::Whatif => "whatif",
+    }
+}
+
+fn label(a: &PlotArgs, i: usize, spec: &str) -> String {
+    a.labels
+        .get(i)
+        .cloned()
+        .unwrap_or_else(|| plots::short_name(&input::InputSpec::parse(spec).path))
+}
+
+/// Run `lockcast plot`.
+pub fn plot(a: PlotArgs) -> Result<()> {
+    if plots::ImageFormat::from_path(&a.output).is_none() {
+        return Err(Error::Usage(format!(
+            "{}: the image format comes from the extension: use .png or .svg",
+            a.output.display()
+        ))
+        .into());
+    }
+    match a.kind {
+        PlotKind::Ab => {
+            need(&a, 2, 2, "BASE PATCHED")?;
+            let (bn, b) = load_one_table(&a.inputs[0], &a.input)?;
+            let (pn, p) = load_one_table(&a.inputs[1], &a.input)?;
+            let d = diff::diff(&bn, &b, &pn, &p);
+            let mut chart = AbChart::from_diff(&d, a.top.unwrap_or(10));
+            if let Some(l) = a.labels.first() {
+                chart.base_label = l.clone();
+            }
+            if let Some(l) = a.labels.get(1) {
+                chart.patched_label = l.clone();
+            }
+            if let Some(t) = &a.title {
+                chart.title = t.clone();
+            }
+            save(&chart, &a, chart.rows.len())
+        }
+        PlotKind::Waits => {
+            need(&a, 1, 3, "1 to 3 traces (the first is the base)")?;
+            let key = match a.by {
+                WaitKeyArg::Auto => waits::WaitKey::Auto,
+                WaitKeyArg::Caller => waits::WaitKey::Caller,
+                WaitKeyArg::Lock => waits::WaitKey::Lock,
+            };
+            let mut sets = Vec::new();
+            for (i, spec) in a.inputs.iter().enumerate() {
+                let df = trace_of(spec, &a)?;
+                sets.push(waits::WaitSet::from_contention(
+                    &label(&a, i, spec),
+                    &df,
+                    key,
+                )?);
+            }
+            let mut chart = waits::WaitsChart::new(&sets, a.top.unwrap_or(4))?;
+            if let Some(t) = &a.title {
+                chart.title = t.clone();
+            }
+            save(&chart, &a, chart.panels.len())
+        }
+        PlotKind::Timeline => {
+            need(&a, 1, 1, "one trace")?;
+            let df = trace_of(&a.inputs[0], &a)?;
+            let mut chart =
+                timeline::TimelineChart::from_contention(&label(&a, 0, &a.inputs[0]), &df, a.bins)?;
+            if let Some(t) = &a.title {
+                chart.title = t.clone();
+            }
+            save(&chart, &a, chart.rows.len())
+        }
+        PlotKind::Whatif => {
+            need(
+                &a,
+                1,
+                1,
+                "the JSON of `lockcast whatif --json` (a file or -)",
+            )?;
+            let path = &a.inputs[0];
+            let mut text = String::new();
+            input::open(path)?
+                .read_to_string(&mut text)
+                .map_err(|e| Error::io(path, e))?;
+            let mut rows = whatif::rows_from_json(&text, path)?;
+            if let Some(n) = a.top {
+                rows.truncate(n);
+            }
+            let mut chart = whatif::WhatIfChart::new(rows);
+            if let Some(t) = &a.title {
+                chart.title = t.clone();
+            }
+            save(&chart, &a, chart.rows.len())
+        }
+    }
+}
+
+/// The demo's charts: the 16K-vs-4K capture diff as A/B bars, the wait-time distribution of
+/// the 16K and 4K replay traces, and the per-CPU timeline of the `-g` trace. Returns the file
+/// names written into `out`.
+pub fn demo_plots(fixtures: &Path, out: &Path, cap_diff: &diff::Diff) -> Result<Vec<String>> {
+    let opts = InputOpts {
+        format: super::args::FormatArg::Auto,
+        lenient: false,
+    };
+    let f = |p: &str| fixtures.join(p).to_string_lossy().into_owned();
+    let mut written = Vec::new();
+    let mut put = |name: &str, chart: &dyn Fn(&Path) -> Result<(), Error>| -> Result<()> {
+        chart(&out.join(name))?;
+        written.push(name.to_string());
+        Ok(())
+    };
+    let mut ab = AbChart::from_diff(cap_diff, 10);
+    ab.title = "16K mTHP (base) vs 4K pages: top 10 callers by base total wait".into();
+    put("ab-16K-vs-4K.png", &|p| plots::save(&ab, p, None))?;
+    put("ab-16K-vs-4K.svg", &|p| plots::save(&ab, p, None))?;
+
+    let traces = ["replay/micro-16K-r1", "replay/micro-4K-r1"];
+    let mut sets = Vec::new();
+    for t in traces {
+        let spec = f(&format!("{t}/script-ns.txt.gz"));
+        let df = demo_trace(&spec, &opts)?;
+        sets.push(waits::WaitSet::from_contention(
+            &plots::short_name(&spec),
+            &df,
+            waits::WaitKey::Auto,
+        )?);
+    }
+    let w = waits::WaitsChart::new(&sets, 4)?;
+    put("waits-16K-vs-4K.png", &|p| plots::save(&w, p, None))?;
+
+    let spec = f("traces/micro-16K-g/script-ns.txt.gz");
+    let df = demo_trace(&spec, &opts)?;
+    let t = timeline::TimelineChart::from_contention(
+        &plots::short_name(&spec),
+        &df,
+        timeline::DEFAULT_BINS,
+    )?;
+    put("timeline-16K.png", &|p| plots::save(&t, p, None))?;
+    Ok(written)
+}
+
+fn demo_trace(spec: &str, opts: &InputOpts) -> Result<polars::prelude::DataFrame, Error> {
+    load(spec, opts)?
+        .trace
+        .map(|t| t.contention)
+        .ok_or_else(|| Error::Input(format!("{spec}: expected an event trace")))
+}
+
+fn trace_of(spec: &str, a: &PlotArgs) -> Result<polars::prelude::DataFrame, Error> {
+    let l = load(spec, &a.input)?;
+    match l.trace {
+        Some(t) => Ok(t.contention),
+        None => Err(Error::Input(format!(
+            "{spec}: `plot {}` needs an event trace with lock:contention_begin/end \
+             (perf script, ftrace, trace-cmd report); a perf lock table has only totals",
+            kind_name(a.kind)
+        ))),
+    }
+}
+
+fn save(chart: &impl plots::Chart, a: &PlotArgs, items: usize) -> Result<()> {
+    plots::save(chart, &a.output, a.size)?;
+    eprintln!(
+        "lockcast: wrote {} ({} {})",
+        a.output.display(),
+        items,
+        match a.kind {
+            PlotKind::Timeline => "row(s)",
+            PlotKind::Waits => "panel(s)",
+            _ => "lock(s)",
+        }
+    );
+    Ok(())
+}
+
+/// Examples for `lockcast plot --help`.
+pub const AFTER_HELP: &str = "Examples:
+  lockcast plot ab fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt -o ab.png
+  lockcast plot ab mail.txt#1 mail.txt#2 --label 'w/o patch' --label 'w/ patch' -o ab.svg
+  lockcast plot waits fixtures/replay/micro-16K-r1/script-ns.txt.gz fixtures/replay/micro-4K-r1/script-ns.txt.gz -o waits.png
+  lockcast plot timeline fixtures/traces/micro-16K-g/script-ns.txt.gz -o timeline.png
+  lockcast whatif lru-cache CAPTURE --json | lockcast plot whatif - -o whatif.png
+
+The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
+font packages are needed.";
