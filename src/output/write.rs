@@ -60,9 +60,31 @@ pub fn atomic_write(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<()>) -
         f(&mut w)?;
         w.flush().map_err(|e| Error::io(path.display(), e))?;
     }
+    // tempfile creates 0600; an output file should get the usual 0666 minus umask, like any
+    // file a shell redirect creates.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = 0o666 & !current_umask();
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(path.display(), e))?;
+    }
     tmp.persist(path)
         .map_err(|e| Error::io(path.display(), e.error))?;
     Ok(())
+}
+
+/// The process umask, read from /proc (setting it to read it back would race other threads).
+#[cfg(unix)]
+fn current_umask() -> u32 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
 }
 
 /// Write one frame to `path` in `format`.
