@@ -17,9 +17,17 @@ use lockcast::whatif::{self, calibrate, des, intents, policy::Policy, reconstruc
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = args.first().cloned().unwrap_or_else(|| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/replay/micro-16K-r1/script-ns.txt.gz").to_string()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/replay/micro-16K-r1/script-ns.txt.gz"
+        )
+        .to_string()
     });
-    let want: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(10_000_000);
+    let want: usize = args
+        .get(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(10_000_000);
     let t = trace::read(&path, false)?;
     let rec = reconstruct::reconstruct(&t, &Default::default())?;
     let cal = calibrate::fit(&calibrate::samples(&t, &rec), 0.975);
@@ -27,20 +35,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = whatif::context(&t);
     let base = whatif::policy::Baseline.requests(&it, &ctx)?;
     let per_copy: usize = base.iter().map(Vec::len).sum();
-    let span = base.iter().filter_map(|s| s.last().map(|r| r.v)).max().unwrap_or(0)
-        - base.iter().filter_map(|s| s.first().map(|r| r.v)).min().unwrap_or(0)
+    let span = base
+        .iter()
+        .filter_map(|s| s.last().map(|r| r.v))
+        .max()
+        .unwrap_or(0)
+        - base
+            .iter()
+            .filter_map(|s| s.first().map(|r| r.v))
+            .min()
+            .unwrap_or(0)
         + 1_000_000;
     let copies = want.div_ceil(per_copy.max(1));
     let streams: Vec<Vec<_>> = base
         .iter()
         .map(|s| {
             (0..copies)
-                .flat_map(|c| s.iter().map(move |r| whatif::policy::Request { v: r.v + c as i64 * span, ..*r }))
+                .flat_map(|c| {
+                    s.iter().map(move |r| whatif::policy::Request {
+                        v: r.v + c as i64 * span,
+                        ..*r
+                    })
+                })
                 .collect()
         })
         .collect();
     let n: usize = streams.iter().map(Vec::len).sum();
-    println!("capture {path}: {per_copy} requests x {copies} copies = {n} requests on {} CPUs", streams.len());
+    println!(
+        "capture {path}: {per_copy} requests x {copies} copies = {n} requests on {} CPUs",
+        streams.len()
+    );
 
     let obs = t.observation().unwrap_or(trace::Observation::Paravirt);
     let mut des_s = Vec::new();
@@ -62,9 +86,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (d, m) = (med(&mut des_s), med(&mut merge_s));
     println!("{:<34} {:>10} {:>16}", "", "median s", "requests/s");
-    println!("{:<34} {:>10.3} {:>16.0}", "baseline: heap merge of the streams", m, n as f64 / m);
-    println!("{:<34} {:>10.3} {:>16.0}", "lockcast des::replay", d, n as f64 / d);
-    println!("replay / merge time: {:.2}x ({} contended in the replay)", d / m, contended);
+    println!(
+        "{:<34} {:>10.3} {:>16.0}",
+        "baseline: heap merge of the streams",
+        m,
+        n as f64 / m
+    );
+    println!(
+        "{:<34} {:>10.3} {:>16.0}",
+        "lockcast des::replay",
+        d,
+        n as f64 / d
+    );
+    println!(
+        "replay / merge time: {:.2}x ({} contended in the replay)",
+        d / m,
+        contended
+    );
     Ok(())
 }
 

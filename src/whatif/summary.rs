@@ -492,8 +492,8 @@ mod tests {
         let (traced, _, slow) = m2(20, 1.0, 0.1, true);
         assert!(traced > 0.99 && slow > 0.99);
         let (traced, _, slow) = m2(2, 1.0, 100.0, true);
-        assert_eq!(
-            traced, 0.0,
+        assert!(
+            traced < 1e-12,
             "2 CPUs on bare metal: the one waiter is never traced"
         );
         assert!(slow > 0.0);
