@@ -140,7 +140,43 @@ fn engine(
         seed: e.seed,
         progress: true,
     };
-    whatif::run(&t, p.as_ref(), &ctx, &opts)
+    let mut o = whatif::run(&t, p.as_ref(), &ctx, &opts)?;
+    if let Some(note) = observer_note(capture) {
+        o.notes.push(note);
+    }
+    Ok(o)
+}
+
+/// fixtures/capture-replay.sh records the same workload once more with the lock events alone
+/// (`contention-lockonly.txt` beside `contention.txt`): the ratio of their contended totals is
+/// how much the mm events change what is measured. Stated, not applied: predictions are for
+/// the capture's own recipe.
+fn observer_note(capture: &str) -> Option<String> {
+    let dir = std::path::Path::new(capture).parent()?;
+    let (full, only) = (
+        dir.join("contention.txt"),
+        dir.join("contention-lockonly.txt"),
+    );
+    if !full.exists() || !only.exists() {
+        return None;
+    }
+    let opts = InputOpts {
+        format: FormatArg::Auto,
+        lenient: true,
+    };
+    let total = |p: &std::path::Path| -> Option<u64> {
+        let (_, rows) = super::commands::load_one_table(&p.to_string_lossy(), &opts).ok()?;
+        Some(rows.iter().filter_map(|r| r.contended).sum())
+    };
+    let (f, l) = (total(&full)?, total(&only)?);
+    (f > 0).then(|| {
+        format!(
+            "observer effect: the same workload recorded with the lock events alone had {:.2}x the contended \
+             count (all locks: {l} vs {f}); an untraced kernel would show roughly that factor more than these \
+             same-recipe numbers",
+            l as f64 / f as f64
+        )
+    })
 }
 
 fn metrics_json(m: &Metrics) -> Value {
