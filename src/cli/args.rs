@@ -141,9 +141,13 @@ pub struct EngineOpts {
     /// Skip malformed lines (counted and reported).
     #[arg(long)]
     pub lenient: bool,
-    /// Print JSON.
+    /// Print JSON (same as --format json).
     #[arg(long)]
     pub json: bool,
+    /// Output: table/text (the full report), markdown (the result table, for review tools),
+    /// csv (raw values, times in ns), json.
+    #[arg(long, value_enum, default_value_t = OutFormatArg::Table)]
+    pub format: OutFormatArg,
 }
 
 /// `lockcast whatif`.

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use anyhow::Result;
 use serde_json::{json, Value};
 
+use lockcast::output::sheet::{Cell, Column, Sheet};
 use lockcast::output::table::{render, Align};
 use lockcast::units::perf_time;
 use lockcast::whatif::des::Metrics;
@@ -15,7 +16,9 @@ use lockcast::Error;
 
 use lockcast::parsers::detect::{self, Format};
 
-use super::args::{EngineOpts, FormatArg, InputOpts, ObservationArg, ValidateArgs, WhatifArgs};
+use super::args::{
+    EngineOpts, FormatArg, InputOpts, ObservationArg, OutFormatArg, ValidateArgs, WhatifArgs,
+};
 
 pub fn whatif(a: WhatifArgs) -> Result<()> {
     let set = parse_set(&a.engine.set)?;
@@ -26,7 +29,7 @@ pub fn whatif(a: WhatifArgs) -> Result<()> {
         };
         let (source, rows) = super::commands::load_one_table(&a.capture, &opts)?;
         let s = summary::run(&a.policy, &source, &rows, &set)?;
-        let out = if a.engine.json {
+        let out = if a.engine.json || a.engine.format == OutFormatArg::Json {
             serde_json::to_string_pretty(&s)? + "\n"
         } else {
             summary::text(&s)
@@ -35,11 +38,7 @@ pub fn whatif(a: WhatifArgs) -> Result<()> {
         return Ok(());
     }
     let o = engine(&a.policy, &a.capture, &set, &a.engine)?;
-    let out = if a.engine.json {
-        serde_json::to_string_pretty(&outcome_json(&o, None))? + "\n"
-    } else {
-        outcome_text(&o, None)
-    };
+    let out = render_outcome(&o, None, &a.engine)?;
     io::stdout().write_all(out.as_bytes())?;
     Ok(())
 }
@@ -74,11 +73,7 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         all_wait_ns: rec.measured_wait_ns,
         slowpath: rec.measured_contended,
     };
-    let out = if a.engine.json {
-        serde_json::to_string_pretty(&outcome_json(&o, Some((&a.after, &measured_after))))? + "\n"
-    } else {
-        outcome_text(&o, Some((&a.after, &measured_after)))
-    };
+    let out = render_outcome(&o, Some((&a.after, &measured_after)), &a.engine)?;
     io::stdout().write_all(out.as_bytes())?;
     Ok(())
 }
@@ -94,6 +89,75 @@ fn is_table(spec: &str) -> Result<bool, Error> {
     let mut r = lockcast::input::open(&path)?;
     let f = detect::detect(&mut r).map_err(|e| Error::io(&path, e))?;
     Ok(matches!(f, Some(Format::PerfLock) | None))
+}
+
+fn render_outcome(o: &Outcome, after: Option<(&str, &Metrics)>, e: &EngineOpts) -> Result<String> {
+    Ok(match (e.json, e.format) {
+        (true, _) | (_, OutFormatArg::Json) => {
+            serde_json::to_string_pretty(&outcome_json(o, after))? + "\n"
+        }
+        (_, OutFormatArg::Table | OutFormatArg::Text) => outcome_text(o, after),
+        (_, OutFormatArg::Markdown) => {
+            let mut s = format!(
+                "**what-if {}** on `{}` (lock `{}`, {} observation)\n\n",
+                o.policy,
+                o.capture,
+                o.lock,
+                whatif::obs_name(o.observation)
+            );
+            s += &outcome_sheet(o, after).markdown();
+            s += &format!(
+                "\nreduction (replayed/predicted): contended {}, total wait {}\n",
+                opt_ratio(o.ratio_contended()),
+                opt_ratio(o.ratio_total_wait())
+            );
+            s
+        }
+        (_, OutFormatArg::Csv) => outcome_sheet(o, after).csv(true),
+    })
+}
+
+/// The result rows as a sheet (text for people, raw ns for programs).
+fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
+    let columns = vec![
+        Column::new("", "row", Align::Left),
+        Column::new("acquisitions", "acquisitions", Align::Right),
+        Column::new("contended", "contended", Align::Right),
+        Column::new("total wait", "total_wait_ns", Align::Right),
+        Column::new("avg wait", "avg_wait_ns", Align::Right),
+    ];
+    let row = |name: &str, key: &str, m: &Metrics| -> Vec<Cell> {
+        let avg = m.avg_wait_ns().round() as u64;
+        vec![
+            Cell::new(name, key),
+            Cell::plain(m.acquisitions.to_string()),
+            Cell::plain(m.contended.to_string()),
+            Cell::new(
+                perf_time(m.total_wait_ns.max(0) as u64),
+                m.total_wait_ns.to_string(),
+            ),
+            Cell::new(perf_time(avg), avg.to_string()),
+        ]
+    };
+    let mut rows = vec![
+        row("measured", "measured", &o.measured),
+        row("replayed (no change)", "replayed", &o.replayed),
+        row(
+            &format!("predicted ({})", o.policy),
+            "predicted",
+            &o.predicted,
+        ),
+        row("interval low", "interval_low", &o.interval.low),
+        row("interval high", "interval_high", &o.interval.high),
+    ];
+    // low and high are taken per metric, so their ratio is not an average wait
+    for r in &mut rows[3..5] {
+        r[4] = Cell::new("-", "");
+    }
+    if let Some((_, m)) = after {
+        rows.push(row("measured after", "after", m));
+    }
+    Sheet { columns, rows }
 }
 
 fn parse_set(items: &[String]) -> Result<BTreeMap<String, String>, Error> {
@@ -362,6 +426,7 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<Str
         window_quantile: 0.975,
         lenient: false,
         json: false,
+        format: OutFormatArg::Table,
     };
     let base = f("replay/micro-16K-r1/script-ns.txt.gz");
     writeln!(

@@ -228,7 +228,14 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             high: predicted,
         }
     };
-    // the point estimates of the alternatives belong in the interval even without bootstrap
+    // the point estimates (the policy's and its alternatives') belong in the interval
+    widen(
+        &mut interval,
+        &Range {
+            low: predicted,
+            high: predicted,
+        },
+    );
     for p in &variants[1..] {
         let m = point(&cal, *p)?;
         widen(&mut interval, &Range { low: m, high: m });
