@@ -280,3 +280,44 @@ fn cli_whatif_summary_mode_on_the_seed_table() {
     assert!(rel(rc, 8.11).abs() <= 0.20, "{rc}");
     assert!(rel(rw, 5.21).abs() <= 0.20, "{rw}");
 }
+
+#[test]
+fn cli_whatif_csv_and_markdown_formats() {
+    let path = capture("32K", 1);
+    let out = lockcast(&[
+        "whatif",
+        "baseline",
+        &path,
+        "--bootstrap",
+        "0",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("row,acquisitions,contended,total_wait_ns,avg_wait_ns")
+    );
+    // measured row: 258 traced waits on the lru lock, 197246 ns in total (the raw text's sum)
+    assert_eq!(lines.next(), Some("measured,10637,258,197246,765"));
+    let out = lockcast(&[
+        "whatif",
+        "baseline",
+        &path,
+        "--bootstrap",
+        "0",
+        "--format",
+        "markdown",
+    ]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("| measured | 10637 | 258 | 197.25 us | 765 ns |"),
+        "{md}"
+    );
+}
