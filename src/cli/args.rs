@@ -94,7 +94,25 @@ Examples:
   lockcast whatif lru-cache fixtures/replay/micro-16K-r1/script-ns.txt.gz
   lockcast whatif lru-cache capture.txt --set drain_rule=before-add --json
   lockcast whatif folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz --set folio_kb=4
-  lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20";
+  lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20
+
+Work what-ifs (issue 7): CAPTURE is a directory written by fixtures/capture-lazyfree.sh.
+  lazyfree-thp         reclaim of PMD-mapped MADV_FREE THPs discarded whole instead of split.
+                       Needs: samples.txt[.gz] (perf record -g -k CLOCK_MONOTONIC -e cpu-clock
+                       of the reclaim, perf script --ns), vmstat-before.txt / vmstat-after.txt
+                       (/proc/vmstat around it: thp_split_pmd, pglazyfreed), workload.txt
+                       (reclaim_ns=, and the MADV_DONTNEED calibration: dontneed_ns=,
+                       anon_huge_kb_before_dontneed=). --set c_discard_ns=N c_split_ns=N
+                       c_pte_unmap_ns=N override the calibrated costs.
+  khugepaged-lazyfree  khugepaged skips clean lazyfree ranges (page_lazyfree).
+                       Needs: events.txt[.gz] (perf record -a of huge_memory:mm_khugepaged_scan_pmd,
+                       huge_memory:mm_collapse_huge_page, huge_memory:mm_collapse_huge_page_isolate,
+                       mmap_lock:mmap_lock_acquire_returned, syscalls:sys_enter_madvise; perf
+                       script --ns), meta.txt (khugepaged_scan_sleep_millisecs=,
+                       khugepaged_pages_to_scan=), workload.txt (task= pid= names, optional).
+                       --set skip_progress=512|1 lazyfree_scan_ns=N
+  lockcast whatif lazyfree-thp fixtures/lazyfree/reclaim-r1
+  lockcast whatif khugepaged-lazyfree fixtures/lazyfree/khugepaged-r1 --json";
 
 const VALIDATE_HELP: &str = "\
 AFTER is a capture of the situation the policy describes (for folio-size: the same workload at

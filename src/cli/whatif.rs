@@ -22,6 +22,17 @@ use super::args::{
 
 pub fn whatif(a: WhatifArgs) -> Result<()> {
     let set = parse_set(&a.engine.set)?;
+    // work what-ifs (issue 7) read a capture directory: src/whatif/work/
+    if whatif::work::is_work_policy(&a.policy) {
+        let o = whatif::work::run(&a.policy, &a.capture, &set)?;
+        let out = if a.engine.json {
+            serde_json::to_string_pretty(&o)? + "\n"
+        } else {
+            o.text()
+        };
+        io::stdout().write_all(out.as_bytes())?;
+        return Ok(());
+    }
     if is_table(&a.capture)? {
         let opts = InputOpts {
             format: FormatArg::Auto,

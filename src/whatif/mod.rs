@@ -19,6 +19,7 @@ pub mod reconstruct;
 pub mod rng;
 pub mod summary;
 pub mod trace;
+pub mod work;
 
 use std::collections::BTreeMap;
 

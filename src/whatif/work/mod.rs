@@ -1,0 +1,170 @@
+//! Work what-ifs: patches that remove *work* (a PMD split, a collapse) rather than change when
+//! `lru_lock` is taken (issue 7, MODELS.md §3(c), §3(d)).
+//!
+//! They read a capture *directory* written by `fixtures/capture-lazyfree.sh` (meta and workload
+//! `key=value` files, `/proc/vmstat` snapshots, `perf script` samples or tracepoints) instead of
+//! one event trace, so they sit beside the lock-replay [`super::policy`]s with their own small
+//! registry. `lockcast whatif NAME DIR` dispatches here when NAME is in [`REGISTRY`].
+
+pub mod capture;
+pub mod khugepaged_lazyfree;
+pub mod lazyfree_thp;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// A prediction with its measured inputs, in the shape of `lockcast whatif --json`
+/// (top-level keys `policy`, `params`, `measured`, `predicted`, `interval`, `notes`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkOutcome {
+    /// Policy name.
+    pub policy: String,
+    /// Capture directory as given.
+    pub capture: String,
+    /// Parameters in effect (defaults included).
+    pub params: BTreeMap<String, String>,
+    /// What the capture shows (counts, ns).
+    pub measured: BTreeMap<String, Value>,
+    /// What the patched (or unpatched) kernel would show.
+    pub predicted: BTreeMap<String, Value>,
+    /// `[low, high]` for predicted values whose uncertainty is known.
+    pub interval: BTreeMap<String, [f64; 2]>,
+    /// How the numbers were obtained and what they leave out.
+    pub notes: Vec<String>,
+}
+
+impl WorkOutcome {
+    /// Plain-text report: one `key  value` line per item, grouped.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "policy    {}", self.policy);
+        let _ = writeln!(s, "capture   {}", self.capture);
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(s, "params    {}", params.join(" "));
+        for (title, m) in [("measured", &self.measured), ("predicted", &self.predicted)] {
+            let _ = writeln!(s, "\n{title}:");
+            let w = m.keys().map(|k| k.len()).max().unwrap_or(0);
+            for (k, v) in m {
+                let v = match v {
+                    Value::String(x) => x.clone(),
+                    other => other.to_string(),
+                };
+                let iv = if title == "predicted" {
+                    self.interval
+                        .get(k)
+                        .map(|[lo, hi]| format!("   [{} .. {}]", num(*lo), num(*hi)))
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(s, "  {k:<w$}  {v}{iv}");
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(s, "\nnotes:");
+            for n in &self.notes {
+                let _ = writeln!(s, "  - {n}");
+            }
+        }
+        s
+    }
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Constructor: parameters from `--set key=value`, unknown keys rejected.
+type Make = fn(&BTreeMap<String, String>) -> Result<Box<dyn WorkPolicy>>;
+
+/// A patch that removes work, predicted from a capture directory.
+pub trait WorkPolicy: std::fmt::Debug {
+    /// Name on the command line.
+    fn name(&self) -> &'static str;
+    /// Run on a capture directory.
+    fn run(&self, capture: &str) -> Result<WorkOutcome>;
+}
+
+/// Known work policies: name, one-line description, constructor.
+pub const REGISTRY: &[(&str, &str, Make)] = &[
+    (
+        "lazyfree-thp",
+        "\"Reclaim lazyfree THP without splitting\": a clean PMD-mapped MADV_FREE THP is discarded whole",
+        lazyfree_thp::make,
+    ),
+    (
+        "khugepaged-lazyfree",
+        "\"khugepaged: skip lazy-free folios\": scans of clean lazyfree ranges stop (page_lazyfree)",
+        khugepaged_lazyfree::make,
+    ),
+];
+
+/// Is `name` a work policy?
+pub fn is_work_policy(name: &str) -> bool {
+    REGISTRY.iter().any(|(n, _, _)| *n == name)
+}
+
+/// Build the named policy from `--set` pairs and run it on `capture`.
+pub fn run(name: &str, capture: &str, set: &BTreeMap<String, String>) -> Result<WorkOutcome> {
+    let (_, _, make) = REGISTRY
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .ok_or_else(|| Error::Usage(format!("unknown work policy {name}")))?;
+    make(set)?.run(capture)
+}
+
+/// Parameter lookup shared by the policies: a number from `--set`, or the default.
+pub(crate) fn param_f64(
+    set: &BTreeMap<String, String>,
+    key: &str,
+    default: Option<f64>,
+) -> Result<Option<f64>> {
+    match set.get(key) {
+        Some(v) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .map(Some)
+            .ok_or_else(|| {
+                Error::Usage(format!("--set {key}={v}: expected a non-negative number"))
+            }),
+        None => Ok(default),
+    }
+}
+
+/// Reject `--set` keys a policy does not know.
+pub(crate) fn check_keys(
+    policy: &str,
+    set: &BTreeMap<String, String>,
+    known: &[&str],
+) -> Result<()> {
+    for k in set.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(Error::Usage(format!(
+                "{policy}: unknown parameter {k} (known: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Approximate 95% interval of a Poisson count (sampling noise of `perf record` counts):
+/// `k ± 1.96·√k`, widened by 1 at the top so that 0 samples does not give a zero interval.
+pub(crate) fn poisson95(k: f64) -> (f64, f64) {
+    let d = 1.96 * k.sqrt();
+    ((k - d).max(0.0), k + d + 1.0)
+}
