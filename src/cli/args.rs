@@ -171,7 +171,7 @@ pub struct EngineOpts {
 /// `lockcast whatif`.
 #[derive(Debug, Args)]
 pub struct WhatifArgs {
-    /// Policy: baseline, lru-cache, folio-size.
+    /// Policy: baseline, lru-cache, folio-size, lazyfree-thp, khugepaged-lazyfree.
     pub policy: String,
     /// Baseline capture (event trace, or a perf lock table for the closed-form model).
     pub capture: String,

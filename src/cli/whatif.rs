@@ -25,7 +25,7 @@ pub fn whatif(a: WhatifArgs) -> Result<()> {
     // work what-ifs (issue 7) read a capture directory: src/whatif/work/
     if whatif::work::is_work_policy(&a.policy) {
         let o = whatif::work::run(&a.policy, &a.capture, &set)?;
-        let out = if a.engine.json {
+        let out = if a.engine.json || a.engine.format == OutFormatArg::Json {
             serde_json::to_string_pretty(&o)? + "\n"
         } else {
             o.text()
