@@ -151,6 +151,10 @@ pub struct Reconstruction {
     pub span: (i64, i64),
 }
 
+/// Per CPU: an open `contention_begin` on the lock, and a finished wait not yet attached to a
+/// hold.
+type Pending = (Option<i64>, Option<(i64, i64)>);
+
 #[derive(Default)]
 struct Open {
     side: Option<Side>,
@@ -166,7 +170,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     // pfns on an LRU list (inserted, not yet freed).
     let mut on_lru: HashMap<u64, u8> = HashMap::new();
     let mut open: HashMap<u32, Open> = HashMap::new();
-    let mut pending: HashMap<u32, (Option<i64>, Option<(i64, i64)>)> = HashMap::new();
+    let mut pending: HashMap<u32, Pending> = HashMap::new();
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
@@ -315,10 +319,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     })
 }
 
-fn take_pending(
-    pending: &mut HashMap<u32, (Option<i64>, Option<(i64, i64)>)>,
-    cpu: u32,
-) -> Option<(i64, i64)> {
+fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64)> {
     pending.get_mut(&cpu).and_then(|p| p.1.take())
 }
 
