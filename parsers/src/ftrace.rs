@@ -217,7 +217,9 @@ impl<R: BufRead> Reader<R> {
     /// Wrap an input; nothing is read until [`Reader::next_event`].
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner).with_max_line_len(opts.max_line_len),
+            lines: LineReader::new(inner)
+                .with_max_line_len(opts.max_line_len)
+                .with_line_offset(opts.line_offset),
             st: State {
                 opts: opts.clone(),
                 header: Header::default(),
@@ -232,6 +234,17 @@ impl<R: BufRead> Reader<R> {
                 done: false,
             },
         }
+    }
+
+    /// Wrap a later piece of a plain-text input whose beginning was read by another reader
+    /// (parallel parsing): `header` is what that reader learnt from the preamble (source,
+    /// flag columns, tgid), and `opts.line_offset` the lines before this piece. HTML systrace
+    /// files cannot be read in pieces.
+    pub fn resume(inner: R, opts: &Options, header: &Header) -> Self {
+        let mut r = Reader::new(inner, opts);
+        r.st.header = header.clone();
+        r.st.seen_content = true;
+        r
     }
 
     /// The next event, `Ok(None)` at the end of input.
@@ -614,6 +627,12 @@ pub fn sniff(line: &str) -> bool {
     }
     matches!(preamble(t), Some(Preamble::Cpus(_) | Preamble::Version(_)))
         || parse_event_line(line).is_ok()
+}
+
+/// True if a chunked reader may start a new piece of input at this line: an event line.
+/// Continuation lines of multi-line payloads, `#` and preamble lines never start a piece.
+pub fn starts_record(line: &str) -> bool {
+    !line.trim_start().starts_with('#') && parse_event_line(line).is_ok()
 }
 
 // ---------------------------------------------------------------------------------------------

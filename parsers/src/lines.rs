@@ -22,6 +22,10 @@ pub struct ReaderOptions {
     /// Longest line accepted; longer lines are malformed without being buffered.
     /// Default: [`DEFAULT_MAX_LINE_LEN`].
     pub max_line_len: usize,
+    /// Lines of the input before the text this reader gets: added to every line number, so a
+    /// reader started on a later piece of a file (parallel parsing) reports file lines.
+    /// Default: 0.
+    pub line_offset: u64,
 }
 
 impl Default for ReaderOptions {
@@ -29,6 +33,7 @@ impl Default for ReaderOptions {
         ReaderOptions {
             lenient: false,
             max_line_len: DEFAULT_MAX_LINE_LEN,
+            line_offset: 0,
         }
     }
 }
@@ -65,6 +70,12 @@ impl<R: BufRead> LineReader<R> {
     /// Change the line length cap. Default: [`DEFAULT_MAX_LINE_LEN`].
     pub fn with_max_line_len(mut self, max: usize) -> Self {
         self.max_line_len = max.max(1);
+        self
+    }
+
+    /// Count `n` lines as already read: the next line is number `n + 1`.
+    pub fn with_line_offset(mut self, n: u64) -> Self {
+        self.line_no = n;
         self
     }
 

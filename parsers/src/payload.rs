@@ -134,6 +134,9 @@ fn key_what(key: &'static str) -> &'static str {
         "migratetype" => "a migratetype= field",
         "gfp_flags" => "a gfp_flags= field",
         "page" => "a page= field",
+        "mm" => "an mm= field",
+        "scan_pfn" => "a scan_pfn= field",
+        "status" => "a status= field",
         _ => "a key=value field",
     }
 }
@@ -233,6 +236,180 @@ pub fn page_free(payload: &str) -> Result<PageFree, LineError> {
     })
 }
 
+/// `pagemap:mm_lru_activate`: `"folio=%p pfn=0x%lx"` (v5.16+; `page=` and decimal pfn before).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LruActivate {
+    /// Folio (or page) pointer as printed.
+    pub folio: String,
+    /// Page frame number.
+    pub pfn: u64,
+}
+
+/// Parse an `mm_lru_activate` payload.
+pub fn lru_activate(payload: &str) -> Result<LruActivate, LineError> {
+    let kv = key_values(payload);
+    let folio = kv
+        .iter()
+        .find(|(k, _)| *k == "folio" || *k == "page")
+        .map(|(_, v)| *v)
+        .ok_or_else(|| LineError::expected("a folio= field", payload))?;
+    Ok(LruActivate {
+        folio: folio.to_string(),
+        pfn: pfn(get(&kv, "pfn", payload)?)?,
+    })
+}
+
+/// `huge_memory:mm_khugepaged_scan_pmd`: `"mm=%p, scan_pfn=0x%lx, writable=%d,
+/// referenced=%d, none_or_zero=%d, status=%s, unmapped=%d"` (`unmapped` since v4.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KhugepagedScanPmd {
+    /// `mm_struct` pointer as printed.
+    pub mm: String,
+    /// First pfn of the scanned PMD range (0 when no page was found).
+    pub scan_pfn: u64,
+    /// A writable pte was seen.
+    pub writable: i32,
+    /// Referenced ptes.
+    pub referenced: i32,
+    /// `pte_none` or zero-page ptes.
+    pub none_or_zero: i32,
+    /// Scan result (`succeeded`, `no_writable_page`, ...).
+    pub status: String,
+    /// Swapped-out ptes; absent before v4.5.
+    pub unmapped: Option<i32>,
+}
+
+/// Parse an `mm_khugepaged_scan_pmd` payload.
+pub fn khugepaged_scan_pmd(payload: &str) -> Result<KhugepagedScanPmd, LineError> {
+    let kv = key_values(payload);
+    Ok(KhugepagedScanPmd {
+        mm: get(&kv, "mm", payload)?.to_string(),
+        scan_pfn: pfn(get(&kv, "scan_pfn", payload)?)?,
+        writable: int(get(&kv, "writable", payload)?, "an integer writable")?,
+        referenced: int(get(&kv, "referenced", payload)?, "an integer referenced")?,
+        none_or_zero: int(get(&kv, "none_or_zero", payload)?, "an integer none_or_zero")?,
+        status: get(&kv, "status", payload)?.to_string(),
+        unmapped: opt_int(&kv, "unmapped")?,
+    })
+}
+
+/// The `huge_memory:mm_collapse_huge_page*` family in one shape; each event fills its fields:
+/// `mm_collapse_huge_page` `"mm=%p, isolated=%d, status=%s"`,
+/// `_isolate` `"scan_pfn=0x%lx, none_or_zero=%d, referenced=%d, writable=%d, status=%s"`,
+/// `_swapin` `"mm=%p, swapped_in=%d, referenced=%d, ret=%d"`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CollapseHugePage {
+    /// `mm_struct` pointer as printed.
+    pub mm: Option<String>,
+    /// `_isolate`: first pfn.
+    pub scan_pfn: Option<u64>,
+    /// Pages isolated (`mm_collapse_huge_page`).
+    pub isolated: Option<i32>,
+    /// Pages swapped in (`_swapin`).
+    pub swapped_in: Option<i32>,
+    /// `pte_none` or zero-page ptes (`_isolate`).
+    pub none_or_zero: Option<i32>,
+    /// Referenced ptes.
+    pub referenced: Option<i32>,
+    /// A writable pte was seen (`_isolate`).
+    pub writable: Option<i32>,
+    /// Return value (`_swapin`).
+    pub ret: Option<i32>,
+    /// Result name.
+    pub status: Option<String>,
+}
+
+/// Parse any `mm_collapse_huge_page*` payload (fields absent from the text are `None`).
+pub fn collapse_huge_page(payload: &str) -> Result<CollapseHugePage, LineError> {
+    let kv = key_values(payload);
+    let s = |k: &str| {
+        kv.iter()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.to_string())
+    };
+    let scan_pfn = match kv.iter().find(|(k, _)| *k == "scan_pfn") {
+        Some((_, v)) => Some(pfn(v)?),
+        None => None,
+    };
+    Ok(CollapseHugePage {
+        mm: s("mm"),
+        scan_pfn,
+        isolated: opt_int(&kv, "isolated")?,
+        swapped_in: opt_int(&kv, "swapped_in")?,
+        none_or_zero: opt_int(&kv, "none_or_zero")?,
+        referenced: opt_int(&kv, "referenced")?,
+        writable: opt_int(&kv, "writable")?,
+        ret: opt_int(&kv, "ret")?,
+        status: s("status"),
+    })
+}
+
+/// `vmscan:mm_vmscan_*` events (kswapd wake/sleep, direct/memcg/node reclaim begin/end,
+/// `lru_isolate`, `lru_shrink_inactive`/`_active`, `write_folio`, `throttled`, ...): the fields
+/// most of them share, typed; every other `key=value` pair kept in `other`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Vmscan {
+    /// NUMA node.
+    pub nid: Option<i32>,
+    /// Allocation order.
+    pub order: Option<i32>,
+    /// GFP flags as printed.
+    pub gfp_flags: Option<String>,
+    /// `lru_isolate`: highest zone index.
+    pub classzone: Option<i32>,
+    /// Pages asked for (`lru_isolate`).
+    pub nr_requested: Option<u64>,
+    /// Pages scanned.
+    pub nr_scanned: Option<u64>,
+    /// Pages skipped (`lru_isolate`).
+    pub nr_skipped: Option<u64>,
+    /// Pages taken off the LRU.
+    pub nr_taken: Option<u64>,
+    /// Pages reclaimed.
+    pub nr_reclaimed: Option<u64>,
+    /// Reclaim priority.
+    pub priority: Option<i32>,
+    /// LRU list: a name (`inactive_file`) on current kernels, a number on old ones.
+    pub lru: Option<String>,
+    /// Reclaim flags as printed (`RECLAIM_WB_ANON|RECLAIM_WB_ASYNC`).
+    pub flags: Option<String>,
+    /// Every other pair, in printed order.
+    pub other: Vec<(String, String)>,
+}
+
+/// Parse a `mm_vmscan_*` payload. Integer fields that are not integers are errors.
+pub fn vmscan(payload: &str) -> Result<Vmscan, LineError> {
+    let mut v = Vmscan::default();
+    for (k, val) in key_values(payload) {
+        match k {
+            "nid" => v.nid = Some(int(val, "an integer nid")?),
+            "order" => v.order = Some(int(val, "an integer order")?),
+            "gfp_flags" => v.gfp_flags = Some(val.to_string()),
+            "classzone" | "classzone_idx" => v.classzone = Some(int(val, "an integer classzone")?),
+            "nr_requested" => v.nr_requested = Some(int(val, "an integer nr_requested")?),
+            "nr_scanned" => v.nr_scanned = Some(int(val, "an integer nr_scanned")?),
+            "nr_skipped" => v.nr_skipped = Some(int(val, "an integer nr_skipped")?),
+            "nr_taken" => v.nr_taken = Some(int(val, "an integer nr_taken")?),
+            "nr_reclaimed" => v.nr_reclaimed = Some(int(val, "an integer nr_reclaimed")?),
+            "priority" => v.priority = Some(int(val, "an integer priority")?),
+            "lru" => v.lru = Some(val.to_string()),
+            "flags" => v.flags = Some(val.to_string()),
+            _ => v.other.push((k.to_string(), val.to_string())),
+        }
+    }
+    Ok(v)
+}
+
+fn opt_int<T: std::str::FromStr>(
+    kv: &[(&str, &str)],
+    key: &'static str,
+) -> Result<Option<T>, LineError> {
+    match kv.iter().find(|(k, _)| *k == key) {
+        Some((_, v)) => Ok(Some(int(v, "an integer field")?)),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +471,34 @@ mod tests {
         assert_eq!(kv[0], ("prev_comm", "CPU 0/KVM"));
         assert_eq!(kv[2], ("prev_state", "R+ ==>"));
         assert_eq!(kv[3], ("next_comm", "swapper/0"));
+    }
+
+    #[test]
+    fn payload_khugepaged_scan_pmd_lkml_line() {
+        // shared/corpus/ftrace/lkml-mm_khugepaged_scan_pmd-line.txt
+        let k = khugepaged_scan_pmd("mm=00000000283d31fc, scan_pfn=0x2ae4bd, writable=0, referenced=512, none_or_zero=0, status=no_writable_page, unmapped=0").unwrap();
+        assert_eq!(k.mm, "00000000283d31fc");
+        assert_eq!(k.scan_pfn, 0x2ae4bd);
+        assert_eq!((k.writable, k.referenced, k.none_or_zero), (0, 512, 0));
+        assert_eq!(k.status, "no_writable_page");
+        assert_eq!(k.unmapped, Some(0));
+        assert!(khugepaged_scan_pmd("mm=0x1, scan_pfn=0x2, writable=x, referenced=0, none_or_zero=0, status=a").is_err());
+    }
+
+    #[test]
+    fn payload_collapse_family_and_vmscan() {
+        let c = collapse_huge_page("mm=00000000a1, isolated=1, status=succeeded").unwrap();
+        assert_eq!((c.isolated, c.status.as_deref()), (Some(1), Some("succeeded")));
+        assert_eq!(c.scan_pfn, None);
+        let c = collapse_huge_page("scan_pfn=0x1f2, none_or_zero=3, referenced=0, writable=1, status=succeeded").unwrap();
+        assert_eq!((c.scan_pfn, c.writable, c.mm), (Some(0x1f2), Some(1), None));
+        let v = vmscan("classzone=2 order=0 nr_requested=32 nr_scanned=32 nr_skipped=0 nr_taken=32 lru=inactive_file").unwrap();
+        assert_eq!((v.classzone, v.nr_taken, v.lru.as_deref()), (Some(2), Some(32), Some("inactive_file")));
+        let v = vmscan("nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK").unwrap();
+        assert_eq!(v.nid, Some(0));
+        assert_eq!(v.other[2], ("reason".to_string(), "VMSCAN_THROTTLE_WRITEBACK".to_string()));
+        assert!(vmscan("nid=x").is_err());
+        let a = lru_activate("folio=00000000deadbeef pfn=0x1234").unwrap();
+        assert_eq!((a.folio.as_str(), a.pfn), ("00000000deadbeef", 0x1234));
     }
 }

@@ -362,7 +362,9 @@ impl<R: BufRead> Reader<R> {
     /// Start reading.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner).with_max_line_len(opts.max_line_len),
+            lines: LineReader::new(inner)
+                .with_max_line_len(opts.max_line_len)
+                .with_line_offset(opts.line_offset),
             lenient: opts.lenient,
             state: State::Outside,
             pending: None,

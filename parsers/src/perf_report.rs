@@ -177,7 +177,9 @@ impl<R: BufRead> Reader<R> {
     /// Wrap a reader of `perf report --stdio` text.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner).with_max_line_len(opts.max_line_len),
+            lines: LineReader::new(inner)
+                .with_max_line_len(opts.max_line_len)
+                .with_line_offset(opts.line_offset),
             lenient: opts.lenient,
             diagnostics: Diagnostics::default(),
             state: State::default(),
@@ -1277,7 +1279,8 @@ mod tests {
                 let opts = Options {
                     lenient,
                     max_line_len: 300,
-                };
+            ..Options::default()
+        };
                 let mut r = Reader::new(&buf[..], &opts);
                 let mut n = 0;
                 while let Ok(Some(_)) = r.next_entry() {

@@ -113,7 +113,9 @@ impl<R: BufRead> Reader<R> {
     /// Wrap a reader of `perf script` text.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner).with_max_line_len(opts.max_line_len),
+            lines: LineReader::new(inner)
+                .with_max_line_len(opts.max_line_len)
+                .with_line_offset(opts.line_offset),
             lenient: opts.lenient,
             diagnostics: Diagnostics::default(),
             pending: None,
@@ -215,6 +217,69 @@ impl<R: BufRead> Reader<R> {
 /// assert!(!sniff("          <idle>-0       [002] d..3.     1.602298: bio_endio <-blk_update_request"));
 /// ```
 pub fn sniff(line: &str) -> bool {
+    if line.starts_with('#') {
+        return false;
+    }
+    if parse_header(line, true).is_some() {
+        return true;
+    }
+    // Old perf and `-F comm,pid,event,...` print no time (`java  3244 cpu-clock:`). A `tid
+    // event:` shape alone also fits prose (`Version 5 notes:`), so the event must be one perf
+    // names (a built-in sample event or a `sys:name` tracepoint) and the rest of the line must
+    // be empty or one `addr sym (dso)` frame (any payload for a tracepoint).
+    match parse_header(line, false) {
+        Some(h) => match split_event(h.event) {
+            (Some(sys), name) => is_ident(sys) && is_ident(name),
+            (None, name) => {
+                SAMPLE_EVENTS.contains(&name.split(':').next().unwrap_or(name))
+                    && (h.rest.is_empty() || matches!(parse_frame(h.rest), Some((_, true))))
+            }
+        },
+        None => false,
+    }
+}
+
+/// A lowercase C identifier (tracepoint systems and names).
+fn is_ident(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Hardware and software events perf knows by name (`perf list`), with or without modifiers.
+const SAMPLE_EVENTS: [&str; 26] = [
+    "cpu-clock",
+    "task-clock",
+    "cycles",
+    "cpu-cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "branch-instructions",
+    "branches",
+    "branch-misses",
+    "bus-cycles",
+    "stalled-cycles-frontend",
+    "stalled-cycles-backend",
+    "ref-cycles",
+    "page-faults",
+    "faults",
+    "minor-faults",
+    "major-faults",
+    "context-switches",
+    "cs",
+    "cpu-migrations",
+    "migrations",
+    "alignment-faults",
+    "emulation-faults",
+    "mem-loads",
+    "mem-stores",
+];
+
+/// True if a chunked reader may start a new piece of input at this line: a sample header
+/// with a time ([`sniff`]'s first test). Frames and untimed headers never start a piece, so a
+/// sample is never split from its call chain.
+pub fn starts_record(line: &str) -> bool {
     !line.starts_with('#') && parse_header(line, true).is_some()
 }
 
@@ -988,6 +1053,7 @@ mod tests {
         let opts = Options {
             lenient: true,
             max_line_len: 200,
+            ..Options::default()
         };
         let mut r = Reader::new(&text[..], &opts);
         let ev = r.next_event().unwrap().unwrap();
@@ -1010,7 +1076,16 @@ mod tests {
     fn perf_script_sniff_lines() {
         assert!(sniff("dd 29776 666709.771979:   10101010 cpu-clock: "));
         assert!(sniff("sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)"));
-        assert!(!sniff("java  3244 cpu-clock:"));
+        // no time column (old perf, `-F comm,tid,event`): known event names only
+        assert!(sniff("java  3244 cpu-clock:"));
+        assert!(sniff("func_ab 15294 cpu-clock: "));
+        assert!(sniff("java 19983 cycles:"));
+        assert!(sniff(
+            "lrufault 13199 lock:contention_begin: 0xffff888102abc698 (flags=SPIN)"
+        ));
+        assert!(!sniff("java  3244 cpu-clock: some prose"));
+        assert!(!sniff("Version 5 notes:"));
+        assert!(!starts_record("java  3244 cpu-clock:"));
         assert!(!sniff(
             "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)"
         ));
@@ -1886,7 +1961,8 @@ mod tests {
                 let opts = Options {
                     lenient,
                     max_line_len: 300,
-                };
+            ..Options::default()
+        };
                 let mut r = Reader::new(&buf[..], &opts);
                 let mut n = 0;
                 while let Ok(Some(_)) = r.next_event() {
