@@ -53,6 +53,12 @@ impl InputSpec {
 /// A progress bar (hidden unless stderr is a terminal and the file is larger than 64 MiB)
 /// follows the compressed bytes read.
 pub fn open(path: &str) -> Result<Box<dyn BufRead + Send>> {
+    open_with_progress(path).map(|(r, _)| r)
+}
+
+/// [`open`], also returning the progress bar (when one is shown) so the caller can report
+/// events/s in its message and clear it at the end.
+pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option<ProgressBar>)> {
     let (raw, len): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
         (Box::new(io::stdin()), None)
     } else {
@@ -60,7 +66,8 @@ pub fn open(path: &str) -> Result<Box<dyn BufRead + Send>> {
         let len = f.metadata().ok().map(|m| m.len());
         (Box::new(f), len)
     };
-    let raw: Box<dyn Read + Send> = match progress_bar(path, len) {
+    let pb = progress_bar(path, len);
+    let raw: Box<dyn Read + Send> = match &pb {
         Some(pb) => Box::new(pb.wrap_read(raw)),
         None => raw,
     };
@@ -68,12 +75,12 @@ pub fn open(path: &str) -> Result<Box<dyn BufRead + Send>> {
     let magic = buf.fill_buf().map_err(|e| Error::io(path, e))?;
     if magic.starts_with(&[0x1f, 0x8b]) {
         let dec = flate2::bufread::MultiGzDecoder::new(buf);
-        Ok(Box::new(BufReader::with_capacity(BUF_SIZE, dec)))
+        Ok((Box::new(BufReader::with_capacity(BUF_SIZE, dec)), pb))
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         let dec = zstd::stream::read::Decoder::with_buffer(buf).map_err(|e| Error::io(path, e))?;
-        Ok(Box::new(BufReader::with_capacity(BUF_SIZE, dec)))
+        Ok((Box::new(BufReader::with_capacity(BUF_SIZE, dec)), pb))
     } else {
-        Ok(Box::new(buf))
+        Ok((Box::new(buf), pb))
     }
 }
 
@@ -85,7 +92,7 @@ fn progress_bar(path: &str, len: Option<u64>) -> Option<ProgressBar> {
     }
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        "[{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
     ) {
         pb.set_style(style.progress_chars("=> "));
     }

@@ -11,6 +11,7 @@
 pub mod analyses;
 pub mod error;
 pub mod frames;
+pub mod ingest;
 pub mod input;
 pub mod output;
 pub mod plots;

@@ -287,7 +287,10 @@ pub fn khugepaged_scan_pmd(payload: &str) -> Result<KhugepagedScanPmd, LineError
         scan_pfn: pfn(get(&kv, "scan_pfn", payload)?)?,
         writable: int(get(&kv, "writable", payload)?, "an integer writable")?,
         referenced: int(get(&kv, "referenced", payload)?, "an integer referenced")?,
-        none_or_zero: int(get(&kv, "none_or_zero", payload)?, "an integer none_or_zero")?,
+        none_or_zero: int(
+            get(&kv, "none_or_zero", payload)?,
+            "an integer none_or_zero",
+        )?,
         status: get(&kv, "status", payload)?.to_string(),
         unmapped: opt_int(&kv, "unmapped")?,
     })
@@ -482,21 +485,41 @@ mod tests {
         assert_eq!((k.writable, k.referenced, k.none_or_zero), (0, 512, 0));
         assert_eq!(k.status, "no_writable_page");
         assert_eq!(k.unmapped, Some(0));
-        assert!(khugepaged_scan_pmd("mm=0x1, scan_pfn=0x2, writable=x, referenced=0, none_or_zero=0, status=a").is_err());
+        assert!(khugepaged_scan_pmd(
+            "mm=0x1, scan_pfn=0x2, writable=x, referenced=0, none_or_zero=0, status=a"
+        )
+        .is_err());
     }
 
     #[test]
     fn payload_collapse_family_and_vmscan() {
         let c = collapse_huge_page("mm=00000000a1, isolated=1, status=succeeded").unwrap();
-        assert_eq!((c.isolated, c.status.as_deref()), (Some(1), Some("succeeded")));
+        assert_eq!(
+            (c.isolated, c.status.as_deref()),
+            (Some(1), Some("succeeded"))
+        );
         assert_eq!(c.scan_pfn, None);
-        let c = collapse_huge_page("scan_pfn=0x1f2, none_or_zero=3, referenced=0, writable=1, status=succeeded").unwrap();
+        let c = collapse_huge_page(
+            "scan_pfn=0x1f2, none_or_zero=3, referenced=0, writable=1, status=succeeded",
+        )
+        .unwrap();
         assert_eq!((c.scan_pfn, c.writable, c.mm), (Some(0x1f2), Some(1), None));
         let v = vmscan("classzone=2 order=0 nr_requested=32 nr_scanned=32 nr_skipped=0 nr_taken=32 lru=inactive_file").unwrap();
-        assert_eq!((v.classzone, v.nr_taken, v.lru.as_deref()), (Some(2), Some(32), Some("inactive_file")));
-        let v = vmscan("nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK").unwrap();
+        assert_eq!(
+            (v.classzone, v.nr_taken, v.lru.as_deref()),
+            (Some(2), Some(32), Some("inactive_file"))
+        );
+        let v =
+            vmscan("nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK")
+                .unwrap();
         assert_eq!(v.nid, Some(0));
-        assert_eq!(v.other[2], ("reason".to_string(), "VMSCAN_THROTTLE_WRITEBACK".to_string()));
+        assert_eq!(
+            v.other[2],
+            (
+                "reason".to_string(),
+                "VMSCAN_THROTTLE_WRITEBACK".to_string()
+            )
+        );
         assert!(vmscan("nid=x").is_err());
         let a = lru_activate("folio=00000000deadbeef pfn=0x1234").unwrap();
         assert_eq!((a.folio.as_str(), a.pfn), ("00000000deadbeef", 0x1234));

@@ -1279,8 +1279,8 @@ mod tests {
                 let opts = Options {
                     lenient,
                     max_line_len: 300,
-            ..Options::default()
-        };
+                    ..Options::default()
+                };
                 let mut r = Reader::new(&buf[..], &opts);
                 let mut n = 0;
                 while let Ok(Some(_)) = r.next_entry() {

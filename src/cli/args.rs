@@ -41,6 +41,9 @@ pub enum Command {
     #[command(after_help = "Examples:
   lockcast parse fixtures/captures/micro-16K-r1/contention.txt
   lockcast parse a.txt b.txt.gz --to csv -o out/lock_stats.csv
+  lockcast parse trace.txt --table events,lru_insertion -o out/
+  lockcast parse perf-script.txt.zst --table samples --to parquet -o samples.parquet
+  lockcast parse r*/script.txt.gz --table all --partition-by capture -o dataset/
   perf lock report 2>&1 | lockcast parse - --to json -o -")]
     Parse(ParseArgs),
     /// Summarize a capture by lock, caller, thread or type (per table).
@@ -203,6 +206,8 @@ pub enum FormatArg {
     Ftrace,
     /// perf script output (contention_begin/end events, with call chains for the caller).
     PerfScript,
+    /// perf report --stdio (the `callgraph` table).
+    PerfReport,
 }
 
 /// Output format of `report` and `diff`.
@@ -270,6 +275,25 @@ pub struct ParseArgs {
     /// Output file (`.csv`, `.parquet`, `.json`), or a directory to get one file per table.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Tables to build, comma-separated, or `all` (default: lock_stats). See README "Tables".
+    #[arg(long, value_delimiter = ',', value_name = "TABLE")]
+    pub table: Vec<String>,
+    /// Write a hive-partitioned Parquet dataset under `-o DIR`, one partition per input.
+    #[arg(long, value_enum)]
+    pub partition_by: Option<PartitionArg>,
+    /// Threads parsing event traces (default: every core).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Size of the pieces event traces are cut into for parallel parsing (tests use small ones).
+    #[arg(long, hide = true, default_value_t = lockcast::ingest::PIECE_BYTES)]
+    pub piece_bytes: usize,
+}
+
+/// Partition key for `--partition-by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionArg {
+    /// One partition per input file: `DIR/capture=<name>/part-0.parquet`.
+    Capture,
 }
 
 /// Grouping for `report`.

@@ -42,10 +42,10 @@ pub(super) struct Loaded {
 }
 
 pub(super) struct Trace {
-    format: Format,
-    events: u64,
+    pub(super) format: Format,
+    pub(super) events: u64,
     pub(super) contention: DataFrame,
-    counts: lockcast::frames::contention::PairingCounts,
+    pub(super) counts: lockcast::frames::contention::PairingCounts,
 }
 
 pub(super) fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
@@ -55,6 +55,7 @@ pub(super) fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
         FormatArg::PerfLock => Format::PerfLock,
         FormatArg::Ftrace => Format::Ftrace,
         FormatArg::PerfScript => Format::PerfScript,
+        FormatArg::PerfReport => Format::PerfReport,
         FormatArg::Auto => detect::detect(&mut r)
             .map_err(|e| Error::io(&spec.path, e))?
             .unwrap_or(Format::PerfLock),
@@ -64,7 +65,7 @@ pub(super) fn load(spec_text: &str, opts: &InputOpts) -> Result<Loaded, Error> {
         Format::Ftrace | Format::PerfScript => return load_trace(spec, r, format, opts),
         Format::PerfReport => {
             return Err(Error::Input(format!(
-                "{}: perf report --stdio call graphs are parsed by the library but not yet turned into tables",
+                "{}: perf report --stdio output has no lock_stats table: use `lockcast parse --table callgraph`",
                 spec.path
             )))
         }
@@ -125,7 +126,7 @@ fn load_trace(
     })
 }
 
-fn report_skipped(path: &str, d: &lockcast::parsers::Diagnostics) {
+pub(super) fn report_skipped(path: &str, d: &lockcast::parsers::Diagnostics) {
     if d.skipped == 0 {
         return;
     }
@@ -140,7 +141,7 @@ fn report_skipped(path: &str, d: &lockcast::parsers::Diagnostics) {
     }
 }
 
-fn frame_of(loaded: &[Loaded]) -> Result<DataFrame, Error> {
+pub(super) fn frame_of(loaded: &[Loaded]) -> Result<DataFrame, Error> {
     let sources = loaded
         .iter()
         .filter(|l| l.trace.is_none())
@@ -158,6 +159,9 @@ fn frame_of(loaded: &[Loaded]) -> Result<DataFrame, Error> {
 }
 
 fn parse(a: ParseArgs) -> Result<()> {
+    if !a.table.is_empty() || a.partition_by.is_some() {
+        return super::tables::parse_tables(a);
+    }
     let loaded = a
         .inputs
         .iter()
@@ -199,7 +203,7 @@ fn parse(a: ParseArgs) -> Result<()> {
 }
 
 /// `-o x.csv` is a file; `-o dir` (no known extension) gets `dir/lock_stats.<ext>`.
-fn output_target(out: &Path, to: Option<ToArg>) -> Result<(PathBuf, FileFormat), Error> {
+pub(super) fn output_target(out: &Path, to: Option<ToArg>) -> Result<(PathBuf, FileFormat), Error> {
     let by_ext = FileFormat::from_path(out);
     let format = match (to, by_ext) {
         (Some(t), Some(e)) if file_format(t) != e => {
@@ -230,7 +234,7 @@ fn output_target(out: &Path, to: Option<ToArg>) -> Result<(PathBuf, FileFormat),
     Ok((path, format))
 }
 
-fn file_format(t: ToArg) -> FileFormat {
+pub(super) fn file_format(t: ToArg) -> FileFormat {
     match t {
         ToArg::Csv => FileFormat::Csv,
         ToArg::Parquet => FileFormat::Parquet,

@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod plot;
+mod tables;
 mod whatif;
 
 use std::io::{self, Write};

@@ -1,7 +1,9 @@
 //! Records → polars DataFrames. One schema per table, and every column name lives in
 //! [`schema`]; nothing else in the crate spells a column name.
 
+pub mod callgraph;
 pub mod contention;
+pub mod events;
 pub mod lock_stats;
 pub mod schema;
 

@@ -123,3 +123,173 @@ pub mod contention {
     /// Call chain of the begin event, innermost first, `sym+0xoff`.
     pub const STACK: &str = "stack";
 }
+
+/// Columns every per-event table starts with (`events`, the typed tables): where the event is
+/// and who ran it. `pid` is the kernel's task id (ftrace `PID`, perf script `tid`), `tgid` its
+/// thread group (ftrace `(TGID)` column, perf script `pid/`), null when not printed.
+pub mod event_common {
+    /// Input file as given.
+    pub const SOURCE: &str = "source";
+    /// 1-based line of the event's first line.
+    pub const LINE: &str = "line";
+    /// Timestamp, integer ns (null when the format printed none).
+    pub const TIMESTAMP_NS: &str = "timestamp_ns";
+    /// CPU.
+    pub const CPU: &str = "cpu";
+    /// Task name as printed.
+    pub const COMM: &str = "comm";
+    /// Task (thread) id.
+    pub const PID: &str = "pid";
+    /// Thread group id.
+    pub const TGID: &str = "tgid";
+}
+
+/// `events`: one row per event of any kind, payload raw.
+pub mod events {
+    /// Table name.
+    pub const TABLE: &str = "events";
+    /// Latency/irq flags as printed (`d..2.`); null for perf script.
+    pub const IRQ_FLAGS: &str = "irq_flags";
+    /// Event system (`lock`), when printed (perf script, not ftrace).
+    pub const SYSTEM: &str = "system";
+    /// Event name without system (`contention_begin`, `cpu-clock`).
+    pub const EVENT: &str = "event";
+    /// Sample period (perf script), when printed.
+    pub const PERIOD: &str = "period";
+    /// Payload text as printed (empty for samples).
+    pub const PAYLOAD: &str = "payload";
+}
+
+/// `fields`: one row per `key=value` pair of events that have no typed table.
+pub mod fields {
+    /// Table name.
+    pub const TABLE: &str = "fields";
+    /// Event name.
+    pub const EVENT: &str = "event";
+    /// Key.
+    pub const KEY: &str = "key";
+    /// Value as printed.
+    pub const VALUE: &str = "value";
+}
+
+/// `samples`: one row per perf script record, with its call chain as parallel lists.
+pub mod samples {
+    /// Table name.
+    pub const TABLE: &str = "samples";
+    /// Process id (`pid/` in `pid/tid`), null when perf printed only the tid.
+    pub const PID: &str = "pid";
+    /// Thread id.
+    pub const TID: &str = "tid";
+    /// Timestamp, integer ns.
+    pub const TIME_NS: &str = "time_ns";
+    /// Event as printed, system included (`cpu-clock`, `lock:contention_begin`, `cycles:u`).
+    pub const EVENT: &str = "event";
+    /// Frame addresses, innermost first.
+    pub const STACK_ADDRESS: &str = "stack_address";
+    /// Frame symbols (`[unknown]` kept).
+    pub const STACK_SYMBOL: &str = "stack_symbol";
+    /// Frame offsets into the symbol (null items when not printed).
+    pub const STACK_OFFSET: &str = "stack_offset";
+    /// Frame DSOs (null items when not printed).
+    pub const STACK_DSO: &str = "stack_dso";
+}
+
+/// Payload columns of the typed per-event tables (after the [`event_common`] columns).
+pub mod typed {
+    /// Lock address as printed.
+    pub const LOCK: &str = "lock";
+    /// Flags as printed.
+    pub const FLAGS: &str = "flags";
+    /// Return value.
+    pub const RET: &str = "ret";
+    /// Folio pointer as printed.
+    pub const FOLIO: &str = "folio";
+    /// Page frame number.
+    pub const PFN: &str = "pfn";
+    /// LRU list (number in `lru_insertion`, name in `vmscan`).
+    pub const LRU: &str = "lru";
+    /// Page pointer as printed.
+    pub const PAGE: &str = "page";
+    /// Allocation order.
+    pub const ORDER: &str = "order";
+    /// Migrate type.
+    pub const MIGRATETYPE: &str = "migratetype";
+    /// GFP flags as printed.
+    pub const GFP_FLAGS: &str = "gfp_flags";
+    /// Event name (tables holding a family of events).
+    pub const EVENT: &str = "event";
+    /// `mm_struct` pointer as printed.
+    pub const MM: &str = "mm";
+    /// Scanned pfn.
+    pub const SCAN_PFN: &str = "scan_pfn";
+    /// Writable pte seen.
+    pub const WRITABLE: &str = "writable";
+    /// Referenced ptes.
+    pub const REFERENCED: &str = "referenced";
+    /// None or zero ptes.
+    pub const NONE_OR_ZERO: &str = "none_or_zero";
+    /// Result name.
+    pub const STATUS: &str = "status";
+    /// Swapped-out ptes.
+    pub const UNMAPPED: &str = "unmapped";
+    /// Pages isolated.
+    pub const ISOLATED: &str = "isolated";
+    /// Pages swapped in.
+    pub const SWAPPED_IN: &str = "swapped_in";
+    /// NUMA node.
+    pub const NID: &str = "nid";
+    /// Zone index.
+    pub const CLASSZONE: &str = "classzone";
+    /// Pages asked for.
+    pub const NR_REQUESTED: &str = "nr_requested";
+    /// Pages scanned.
+    pub const NR_SCANNED: &str = "nr_scanned";
+    /// Pages skipped.
+    pub const NR_SKIPPED: &str = "nr_skipped";
+    /// Pages taken.
+    pub const NR_TAKEN: &str = "nr_taken";
+    /// Pages reclaimed.
+    pub const NR_RECLAIMED: &str = "nr_reclaimed";
+    /// Reclaim priority.
+    pub const PRIORITY: &str = "priority";
+    /// Other `key=value` pairs, as `key=value` strings.
+    pub const OTHER: &str = "other";
+}
+
+/// `callgraph`: `perf report --stdio` entries and their call-graph nodes, one row each.
+pub mod callgraph {
+    /// Table name.
+    pub const TABLE: &str = "callgraph";
+    /// Input file.
+    pub const SOURCE: &str = "source";
+    /// Line of this row (the entry line, or the node's line).
+    pub const LINE: &str = "line";
+    /// Line of the histogram entry the row belongs to.
+    pub const ENTRY_LINE: &str = "entry_line";
+    /// `# Samples: ... of event 'x'` of the block.
+    pub const EVENT: &str = "event";
+    /// Command column.
+    pub const COMMAND: &str = "command";
+    /// Shared Object column.
+    pub const DSO: &str = "dso";
+    /// Symbol column (without the `[k]` marker).
+    pub const SYMBOL: &str = "symbol";
+    /// The `[k]` marker letter.
+    pub const SYM_KIND: &str = "sym_kind";
+    /// Children %.
+    pub const CHILDREN_PCT: &str = "children_pct";
+    /// Self % (Overhead with --no-children).
+    pub const SELF_PCT: &str = "self_pct";
+    /// Node index within the entry's graph (null on the entry's own row).
+    pub const NODE: &str = "node";
+    /// Parent node index (null for roots and entry rows).
+    pub const PARENT: &str = "parent";
+    /// Printed depth of the node.
+    pub const DEPTH: &str = "depth";
+    /// The `--NN.NN%--` value of a branch.
+    pub const BRANCH_PCT: &str = "branch_pct";
+    /// The node's frame as printed.
+    pub const FRAME: &str = "frame";
+    /// Frames from the graph root down to this node (empty on entry rows).
+    pub const PATH: &str = "path";
+}

@@ -4,5 +4,6 @@
 pub mod formats;
 pub mod perf_text;
 pub mod sheet;
+pub mod stream;
 pub mod table;
 pub mod write;

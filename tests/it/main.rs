@@ -4,6 +4,7 @@ mod captures;
 mod cli;
 mod common;
 mod formats;
+mod ingest;
 mod lazyfree;
 mod plots;
 mod seed;

@@ -1,0 +1,369 @@
+//! Event traces at scale: the input is cut into pieces of [`PIECE_BYTES`] at record boundaries
+//! (a line where a new event starts, never inside a call chain or a multi-line payload), the
+//! pieces are parsed on several threads into per-event frames ([`crate::frames::events`]), and
+//! the frames are handed to a sink in input order, one batch per piece.
+//!
+//! Memory is bounded by the pieces in flight ([`IN_FLIGHT_PER_THREAD`] per thread), not by the
+//! input: a multi-gigabyte trace written to Parquet holds a few pieces and their frames at a
+//! time. Line numbers in errors are file lines (each piece's reader starts at its offset).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use indicatif::ProgressBar;
+use polars::prelude::DataFrame;
+
+use lockcast_parsers::detect::Format;
+use lockcast_parsers::{ftrace, perf_script, Diagnostic, Diagnostics};
+
+use crate::error::{Error, Result};
+use crate::frames::events::{EventCounts, EventTable, EventTables};
+
+/// Target size of one piece (also roughly one Parquet row group per table).
+pub const PIECE_BYTES: usize = 8 << 20;
+
+/// Pieces read but not yet handed to the sink, per thread.
+pub const IN_FLIGHT_PER_THREAD: usize = 2;
+
+/// How to read one input.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Input name for the `source` column and messages.
+    pub source: String,
+    /// `Ftrace` or `PerfScript`.
+    pub format: Format,
+    /// Tables to build.
+    pub tables: Vec<EventTable>,
+    /// Skip malformed lines and payloads (counted) instead of failing.
+    pub lenient: bool,
+    /// Parser threads (1 = parse on the calling thread).
+    pub threads: usize,
+    /// Piece size in bytes.
+    pub piece_bytes: usize,
+}
+
+/// What one input gave.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Event counts over all pieces.
+    pub counts: EventCounts,
+    /// Malformed lines skipped (lenient).
+    pub diagnostics: Diagnostics,
+    /// First payload skipped (lenient).
+    pub first_bad_payload: Option<Diagnostic>,
+    /// Uncompressed bytes read.
+    pub bytes: u64,
+}
+
+/// The frames of one piece.
+struct PieceOut {
+    frames: Vec<(EventTable, DataFrame)>,
+    counts: EventCounts,
+    diagnostics: Diagnostics,
+    first_bad: Option<Diagnostic>,
+    header: Option<ftrace::Header>,
+    bytes: u64,
+}
+
+/// Read `input` and call `sink` with each piece's frames, in input order.
+pub fn run(
+    input: Box<dyn BufRead + Send>,
+    opts: &Options,
+    progress: Option<&ProgressBar>,
+    sink: &mut dyn FnMut(Vec<(EventTable, DataFrame)>) -> Result<()>,
+) -> Result<Summary> {
+    let starts: fn(&str) -> bool = match opts.format {
+        Format::Ftrace => ftrace::starts_record,
+        _ => perf_script::starts_record,
+    };
+    let mut chunker = Chunker::new(input, opts.piece_bytes, starts);
+    let io = |e| Error::io(&opts.source, e);
+    let mut summary = Summary::default();
+    let started = std::time::Instant::now();
+    let mut absorb = |out: PieceOut, summary: &mut Summary| -> Result<()> {
+        summary.counts.events += out.counts.events;
+        summary.counts.bad_payloads += out.counts.bad_payloads;
+        summary.diagnostics.merge(out.diagnostics);
+        if summary.first_bad_payload.is_none() {
+            summary.first_bad_payload = out.first_bad;
+        }
+        summary.bytes += out.bytes;
+        if let Some(pb) = progress {
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            pb.set_message(format!(
+                "{}: {} events, {:.0} events/s",
+                opts.source,
+                summary.counts.events,
+                summary.counts.events as f64 / secs
+            ));
+        }
+        sink(out.frames)
+    };
+
+    // The first piece on this thread: it holds the preamble (ftrace header), and an HTML
+    // systrace file cannot be cut, so it is read whole.
+    let Some((first, offset)) = chunker.next_piece().map_err(io)? else {
+        let out = parse_piece(b"", 0, opts, None)?;
+        absorb(out, &mut summary)?;
+        return Ok(summary);
+    };
+    if opts.format == Format::Ftrace && looks_html(&first) {
+        let rest = chunker.into_inner();
+        let whole = std::io::Cursor::new(first).chain(rest);
+        let mut all = Vec::new();
+        std::io::BufReader::new(whole)
+            .read_to_end(&mut all)
+            .map_err(io)?;
+        let out = parse_piece(&all, 0, opts, None)?;
+        return absorb(out, &mut summary).map(|()| summary);
+    }
+    let out = parse_piece(&first, offset, opts, None)?;
+    let header = out.header.clone();
+    absorb(out, &mut summary)?;
+    drop(first);
+
+    if opts.threads <= 1 {
+        while let Some((piece, offset)) = chunker.next_piece().map_err(io)? {
+            let out = parse_piece(&piece, offset, opts, header.as_ref())?;
+            absorb(out, &mut summary)?;
+        }
+        return Ok(summary);
+    }
+
+    // Reader thread → workers → this thread, which puts pieces back in order. Credits bound
+    // the pieces in flight: the reader takes one per piece, this thread returns it once the
+    // piece's frames went to the sink.
+    let in_flight = opts.threads * IN_FLIGHT_PER_THREAD + 1;
+    let result: Result<()> = std::thread::scope(|scope| {
+        let (credit_tx, credit_rx) = mpsc::sync_channel::<()>(in_flight);
+        for _ in 0..in_flight {
+            let _ = credit_tx.send(());
+        }
+        let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>, u64)>(opts.threads);
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<PieceOut>)>();
+        let reader = scope.spawn(move || -> std::io::Result<()> {
+            let mut idx = 0;
+            while credit_rx.recv().is_ok() {
+                let Some((piece, offset)) = chunker.next_piece()? else {
+                    break;
+                };
+                if work_tx.send((idx, piece, offset)).is_err() {
+                    break;
+                }
+                idx += 1;
+            }
+            Ok(())
+        });
+        for _ in 0..opts.threads {
+            let work_rx = Arc::clone(&work_rx);
+            let done_tx = done_tx.clone();
+            let header = header.as_ref();
+            scope.spawn(move || loop {
+                let job = match work_rx.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok((idx, piece, offset)) = job else {
+                    return;
+                };
+                let out = parse_piece(&piece, offset, opts, header);
+                drop(piece);
+                if done_tx.send((idx, out)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut next = 0usize;
+        let mut waiting: BTreeMap<usize, PieceOut> = BTreeMap::new();
+        for (idx, out) in done_rx.iter() {
+            waiting.insert(idx, out?);
+            while let Some(out) = waiting.remove(&next) {
+                absorb(out, &mut summary)?;
+                next += 1;
+                let _ = credit_tx.send(());
+            }
+        }
+        drop(credit_tx);
+        match reader.join() {
+            Ok(r) => r.map_err(io),
+            Err(_) => Err(Error::Input(format!(
+                "{}: reader thread panicked",
+                opts.source
+            ))),
+        }
+    });
+    result?;
+    Ok(summary)
+}
+
+/// Parse one piece into frames.
+fn parse_piece(
+    data: &[u8],
+    line_offset: u64,
+    opts: &Options,
+    header: Option<&ftrace::Header>,
+) -> Result<PieceOut> {
+    let mut ro = lockcast_parsers::lines::ReaderOptions::default();
+    ro.lenient = opts.lenient;
+    ro.line_offset = line_offset;
+    let mut tables = EventTables::new(&opts.source, &opts.tables, opts.lenient);
+    let err = |e| Error::parse(&opts.source, e);
+    let (diagnostics, header) = match opts.format {
+        Format::Ftrace => {
+            let mut rd = match header {
+                Some(h) => ftrace::Reader::resume(data, &ro, h),
+                None => ftrace::Reader::new(data, &ro),
+            };
+            while let Some(e) = rd.next_event().map_err(err)? {
+                tables.push(&e)?;
+            }
+            (rd.diagnostics().clone(), Some(rd.header().clone()))
+        }
+        _ => {
+            let mut rd = perf_script::Reader::new(data, &ro);
+            while let Some(e) = rd.next_event().map_err(err)? {
+                tables.push(&e)?;
+            }
+            (rd.diagnostics().clone(), None)
+        }
+    };
+    let first_bad = tables.first_bad().cloned();
+    Ok(PieceOut {
+        frames: tables.take()?,
+        counts: tables.counts(),
+        diagnostics,
+        first_bad,
+        header,
+        bytes: data.len() as u64,
+    })
+}
+
+/// The first non-blank line starts an HTML document (systrace).
+fn looks_html(piece: &[u8]) -> bool {
+    let head = &piece[..piece.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start();
+    let starts = |p: &str| t.get(..p.len()).is_some_and(|s| s.eq_ignore_ascii_case(p));
+    starts("<!doctype html") || starts("<html")
+}
+
+/// Cuts a stream into pieces that end just before a line where a record starts.
+pub struct Chunker<R> {
+    inner: R,
+    carry: Vec<u8>,
+    line_offset: u64,
+    target: usize,
+    starts: fn(&str) -> bool,
+    eof: bool,
+}
+
+impl<R: BufRead> Chunker<R> {
+    /// Pieces of about `target` bytes; `starts(line)` says where a piece may begin.
+    pub fn new(inner: R, target: usize, starts: fn(&str) -> bool) -> Self {
+        Chunker {
+            inner,
+            carry: Vec::new(),
+            line_offset: 0,
+            target: target.max(1),
+            starts,
+            eof: false,
+        }
+    }
+
+    /// The unread rest of the input (the carried-over bytes are lost: call before any piece
+    /// was cut, or after the first piece only when it ended at end of input).
+    fn into_inner(self) -> std::io::Chain<std::io::Cursor<Vec<u8>>, R> {
+        std::io::Cursor::new(self.carry).chain(self.inner)
+    }
+
+    fn fill(&mut self, buf: &mut Vec<u8>, upto: usize) -> std::io::Result<()> {
+        while buf.len() < upto && !self.eof {
+            let want = (upto - buf.len()) as u64;
+            let n = (&mut self.inner).take(want).read_to_end(buf)?;
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next piece and the number of input lines before it; `None` at end of input.
+    pub fn next_piece(&mut self) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+        let mut buf = std::mem::take(&mut self.carry);
+        self.fill(&mut buf, self.target)?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        // Look for a record start from a little before the target, so most pieces end near it.
+        let mut pos = self.target.saturating_sub(self.target / 8).min(buf.len());
+        let cut = loop {
+            // the start of the next line after `pos`
+            let Some(nl) = memchr(b'\n', &buf[pos..]) else {
+                if self.eof {
+                    break None;
+                }
+                let more = buf.len() + (1 << 20);
+                self.fill(&mut buf, more)?;
+                continue;
+            };
+            let ls = pos + nl + 1;
+            let Some(le) = memchr(b'\n', &buf[ls..]).map(|i| ls + i) else {
+                if self.eof {
+                    break None;
+                }
+                let more = buf.len() + (1 << 20);
+                self.fill(&mut buf, more)?;
+                continue;
+            };
+            let line = &buf[ls..le];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if std::str::from_utf8(line).is_ok_and(self.starts) {
+                break Some(ls);
+            }
+            pos = ls;
+        };
+        if let Some(cut) = cut {
+            self.carry = buf.split_off(cut);
+        }
+        let offset = self.line_offset;
+        self.line_offset += count_lines(&buf);
+        Ok(Some((buf, offset)))
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Newlines in `b`, counted in word-sized blocks (this runs over every input byte once).
+fn count_lines(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c == b'\n').count() as u64
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunker_cuts_before_record_starts_and_counts_lines() {
+        let text = "a 1\n x\n x\na 2\n x\na 3\n";
+        let mut c = Chunker::new(text.as_bytes(), 5, |l: &str| l.starts_with('a'));
+        let mut pieces = Vec::new();
+        while let Some((p, off)) = c.next_piece().unwrap() {
+            pieces.push((String::from_utf8(p).unwrap(), off));
+        }
+        assert_eq!(
+            pieces,
+            vec![
+                ("a 1\n x\n x\n".to_string(), 0),
+                ("a 2\n x\n".to_string(), 3),
+                ("a 3\n".to_string(), 5)
+            ]
+        );
+    }
+}
