@@ -3,6 +3,7 @@
 mod captures;
 mod cli;
 mod common;
+mod dataset;
 mod formats;
 mod ingest;
 mod lazyfree;
