@@ -350,3 +350,35 @@ fn ingest_table_not_in_the_input_is_a_usage_error_naming_it() {
     let o = lockcast(&["parse", FTRACE, "--table", "nope"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn ingest_cpu_clock_capture_has_one_sample_row_per_header() {
+    // fixtures/samples: `perf record -g -e cpu-clock` of lrufault (fixtures/capture-samples.sh)
+    let p = "fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz";
+    let text = gunzip(p);
+    let headers = count_event(&text, " cpu-clock: ");
+    assert_eq!(headers, 4081, "meta says samples=4081");
+    let frames = text
+        .lines()
+        .filter(|l| l.starts_with('\t') && l.ends_with(')'))
+        .count();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.parquet");
+    let o = lockcast(&[
+        "parse",
+        p,
+        "--table",
+        "samples",
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let df = read_pq(&out);
+    assert_eq!(df.height(), headers);
+    let sym = df.column("stack_symbol").unwrap().list().unwrap();
+    let total: usize = sym
+        .amortized_iter()
+        .map(|s| s.map_or(0, |s| s.as_ref().len()))
+        .sum();
+    assert_eq!(total, frames);
+}
