@@ -297,8 +297,13 @@ fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
     if s.starts_with('#') {
         return Class::Comment;
     }
-    if let Some(h) = parse_header(s, true) {
-        return Class::Header(h.into_event(line_no));
+    // Every header has an `event:` token; most frames (kernel and C symbols) have no colon at
+    // all, so they skip the header grammar.
+    let may_be_header = s.contains(':');
+    if may_be_header {
+        if let Some(h) = parse_header(s, true) {
+            return Class::Header(h.into_event(line_no));
+        }
     }
     let frame = parse_frame(s);
     let what = match frame {
@@ -306,8 +311,10 @@ fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
         Some((_, true)) => EXPECTED_HEADER_FIRST,
         _ => EXPECTED_LINE,
     };
-    if let Some(h) = parse_header(s, false) {
-        return Class::Header(h.into_event(line_no));
+    if may_be_header {
+        if let Some(h) = parse_header(s, false) {
+            return Class::Header(h.into_event(line_no));
+        }
     }
     let what = match frame {
         Some((f, false)) if in_sample => return Class::Frame(f),
