@@ -101,7 +101,7 @@ bench_input samples samples 1
 bench_input ftrace "$typed" 0
 bench_input tracepoint "$typed" 0
 
-printf '\n%s\n' "$(uname -r), $(nproc) cores, lockcast $("$lockcast" --version | awk '{print $2}'), inferno $("$inferno" --version | awk '{print $2}'), medians of $REPEATS"
+printf '\n%s\n' "$(uname -r), $(nproc) cores, lockcast $("$lockcast" --version | awk '{print $2}'), $(cargo install --list --root "$tools" | awk '/^inferno /{print $1, $2}' | tr -d :), medians of $REPEATS"
 printf '%-11s %8s  %-26s %8s %9s %9s %10s\n' input MB command seconds MB/s "x wc -l" "x inferno"
 for input in samples ftrace tracepoint; do
   mb=$(awk -v s="$(stat -c %s "$data/$input.txt")" 'BEGIN {printf "%.0f", s / 1e6}')

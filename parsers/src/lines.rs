@@ -173,7 +173,7 @@ impl<R: BufRead> LineReader<R> {
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
 #[cfg(test)]

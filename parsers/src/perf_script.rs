@@ -619,7 +619,8 @@ fn split_dso(rest: &str) -> (&str, Option<&str>) {
 
 /// `main+0x1f` → ("main", Some(0x1f)); `[unknown]` → ("[unknown]", None).
 fn split_offset(sym: &str) -> (&str, Option<u64>) {
-    if let Some(pos) = sym.rfind("+0x") {
+    // `rfind("+0x")` builds a substring searcher per frame; the last `+` is enough.
+    if let Some(pos) = sym.rfind('+').filter(|&p| sym[p..].starts_with("+0x")) {
         let hex = sym.get(pos + 3..).unwrap_or("");
         if !hex.is_empty() && hex.len() <= 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             if let Ok(off) = u64::from_str_radix(hex, 16) {
