@@ -137,6 +137,8 @@ fn key_what(key: &'static str) -> &'static str {
         "mm" => "an mm= field",
         "scan_pfn" => "a scan_pfn= field",
         "status" => "a status= field",
+        "referenced" => "a referenced= field",
+        "none_or_zero" => "a none_or_zero= field",
         _ => "a key=value field",
     }
 }
@@ -260,15 +262,16 @@ pub fn lru_activate(payload: &str) -> Result<LruActivate, LineError> {
 }
 
 /// `huge_memory:mm_khugepaged_scan_pmd`: `"mm=%p, scan_pfn=0x%lx, writable=%d,
-/// referenced=%d, none_or_zero=%d, status=%s, unmapped=%d"` (`unmapped` since v4.5).
+/// referenced=%d, none_or_zero=%d, status=%s, unmapped=%d"` (`unmapped` since v4.5; 6.18
+/// prints no `writable=`, as the real capture in `fixtures/lazyfree` shows).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KhugepagedScanPmd {
     /// `mm_struct` pointer as printed.
     pub mm: String,
     /// First pfn of the scanned PMD range (0 when no page was found).
     pub scan_pfn: u64,
-    /// A writable pte was seen.
-    pub writable: i32,
+    /// A writable pte was seen; absent on kernels that no longer print it.
+    pub writable: Option<i32>,
     /// Referenced ptes.
     pub referenced: i32,
     /// `pte_none` or zero-page ptes.
@@ -285,7 +288,7 @@ pub fn khugepaged_scan_pmd(payload: &str) -> Result<KhugepagedScanPmd, LineError
     Ok(KhugepagedScanPmd {
         mm: get(&kv, "mm", payload)?.to_string(),
         scan_pfn: pfn(get(&kv, "scan_pfn", payload)?)?,
-        writable: int(get(&kv, "writable", payload)?, "an integer writable")?,
+        writable: opt_int(&kv, "writable")?,
         referenced: int(get(&kv, "referenced", payload)?, "an integer referenced")?,
         none_or_zero: int(
             get(&kv, "none_or_zero", payload)?,
@@ -482,7 +485,10 @@ mod tests {
         let k = khugepaged_scan_pmd("mm=00000000283d31fc, scan_pfn=0x2ae4bd, writable=0, referenced=512, none_or_zero=0, status=no_writable_page, unmapped=0").unwrap();
         assert_eq!(k.mm, "00000000283d31fc");
         assert_eq!(k.scan_pfn, 0x2ae4bd);
-        assert_eq!((k.writable, k.referenced, k.none_or_zero), (0, 512, 0));
+        assert_eq!(
+            (k.writable, k.referenced, k.none_or_zero),
+            (Some(0), 512, 0)
+        );
         assert_eq!(k.status, "no_writable_page");
         assert_eq!(k.unmapped, Some(0));
         assert!(khugepaged_scan_pmd(

@@ -228,7 +228,7 @@ enum TypedCols {
     Scan {
         mm: Str,
         scan_pfn: Vec<u64>,
-        writable: Vec<i32>,
+        writable: Vec<Option<i32>>,
         referenced: Vec<i32>,
         none_or_zero: Vec<i32>,
         status: Str,

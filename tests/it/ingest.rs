@@ -274,7 +274,7 @@ fn ingest_callgraph_rows_are_entries_plus_graph_nodes() {
     let o = lockcast(&[
         "parse",
         "fixtures/perf-report/dd-cpu-clock-children.txt",
-        "--format",
+        "--input-format",
         "perf-report",
         "--table",
         "callgraph",
@@ -381,4 +381,58 @@ fn ingest_cpu_clock_capture_has_one_sample_row_per_header() {
         .map(|s| s.map_or(0, |s| s.as_ref().len()))
         .sum();
     assert_eq!(total, frames);
+}
+
+#[test]
+fn ingest_khugepaged_events_fill_their_typed_tables() {
+    // fixtures/lazyfree/khugepaged-r1: perf record -a of huge_memory:mm_khugepaged_scan_pmd,
+    // mm_collapse_huge_page, mm_collapse_huge_page_isolate and two other events
+    let p = "fixtures/lazyfree/khugepaged-r1/events.txt.gz";
+    let text = gunzip(p);
+    let scans = count_event(&text, " huge_memory:mm_khugepaged_scan_pmd: ");
+    let collapses = count_event(&text, " huge_memory:mm_collapse_huge_page");
+    assert!(scans > 0 && collapses > 0, "{scans} {collapses}");
+    let other = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.contains(" huge_memory:"))
+        .count();
+    // those of them with key=value pairs (sys_enter_madvise prints `start: 0x...`, no pairs)
+    let other_kv = text
+        .lines()
+        .filter(|l| !l.contains(" huge_memory:") && l.contains('='))
+        .count();
+    let dir = tempfile::tempdir().unwrap();
+    let o = lockcast(&[
+        "parse",
+        p,
+        "--table",
+        "khugepaged_scan_pmd,collapse_huge_page,fields,events",
+        "-o",
+        &dir.path().to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let df = |t: &str| read_pq(&dir.path().join(format!("{t}.parquet")));
+    let scan = df("khugepaged_scan_pmd");
+    assert_eq!(scan.height(), scans);
+    assert_eq!(df("collapse_huge_page").height(), collapses);
+    assert_eq!(df("events").height(), scans + collapses + other);
+    // the other events (mmap_lock, sys_enter_madvise) went to `fields`, one row per pair
+    let fields = df("fields");
+    let lines = fields.column("line").unwrap().u64().unwrap();
+    let mut distinct: Vec<u64> = lines.iter().flatten().collect();
+    distinct.dedup();
+    assert_eq!(distinct.len(), other_kv);
+    // the first scan's status as printed
+    let first = text
+        .lines()
+        .find(|l| l.contains(" huge_memory:mm_khugepaged_scan_pmd: "))
+        .unwrap();
+    let status = scan
+        .column("status")
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(0)
+        .unwrap();
+    assert!(first.contains(&format!("status={status},")), "{first}");
 }
