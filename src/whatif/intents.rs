@@ -23,11 +23,17 @@ pub enum Intent {
         /// If this folio triggered a drain in the capture: virtual delay from its fault to that
         /// drain's lock request.
         delay: Option<i64>,
+        /// The capture's free-side hold (index in `Reconstruction::holds`) that freed it.
+        dies_in: Option<usize>,
     },
     /// `lru_add_drain()` on this CPU.
     Drain {
         /// Virtual time.
         v: i64,
+        /// Caller of `lru_add_drain*()` (`trace::Trace::sites` index), `trace::NO_SITE` when the
+        /// capture has no call chains. (On 6.18 MADV_DONTNEED does not drain: a capture of
+        /// fixtures/capture-fbatch.sh shows `lru_add_drain` only under `do_wp_page` after fork.)
+        site: u32,
     },
     /// A `folios_put_refs()` batch.
     Free {
@@ -39,6 +45,8 @@ pub enum Intent {
         pages: u64,
         /// Index of the zap (run of free batches with no fault between) it belongs to.
         zap: u32,
+        /// The capture's hold (index in `Reconstruction::holds`), `usize::MAX` for made-up ones.
+        hold: usize,
     },
 }
 
@@ -46,7 +54,7 @@ impl Intent {
     /// Virtual time.
     pub fn v(&self) -> i64 {
         match *self {
-            Intent::Fault { v, .. } | Intent::Drain { v } | Intent::Free { v, .. } => v,
+            Intent::Fault { v, .. } | Intent::Drain { v, .. } | Intent::Free { v, .. } => v,
         }
     }
 }
@@ -149,7 +157,10 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
         match h.side {
             Side::Add => {
                 if h.trigger == Trigger::Explicit {
-                    streams[ci].push(Intent::Drain { v: vreq });
+                    streams[ci].push(Intent::Drain {
+                        v: vreq,
+                        site: h.site,
+                    });
                 }
             }
             Side::Free => {}
@@ -160,6 +171,7 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
                 folios: h.folios,
                 pages: h.pages,
                 zap: 0,
+                hold: p.hold,
             });
         }
     }
@@ -184,6 +196,7 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
             v: vf,
             order: f.order,
             delay,
+            dies_in: f.freed_in,
         });
     }
     let mut v0 = Vec::with_capacity(streams.len());
@@ -200,7 +213,6 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
             )
         });
         mark_zaps(s);
-        add_zap_drains(s);
         v0.push(s.first().map(|i| i.v()).unwrap_or(0));
     }
     let med = |v: &[f64]| super::calibrate::median(v).map(|x| x.round() as i64);
@@ -235,28 +247,4 @@ fn mark_zaps(s: &mut [Intent]) {
             Intent::Drain { .. } => {}
         }
     }
-}
-
-/// MADV_DONTNEED's `zap_page_range_single()` calls `lru_add_drain()` before freeing: give
-/// every zap a drain intent even where the capture shows none (nothing was pending under the
-/// captured policy, but a policy that caches more may have a partial batch there).
-fn add_zap_drains(s: &mut Vec<Intent>) {
-    let mut out = Vec::with_capacity(s.len() + 64);
-    let mut drained_since_fault = false;
-    let mut last_zap = None;
-    for &i in s.iter() {
-        match i {
-            Intent::Fault { .. } => drained_since_fault = false,
-            Intent::Drain { .. } => drained_since_fault = true,
-            Intent::Free { v, zap, .. } => {
-                if last_zap != Some(zap) && !drained_since_fault {
-                    out.push(Intent::Drain { v: v - 1 });
-                }
-                drained_since_fault = true;
-                last_zap = Some(zap);
-            }
-        }
-        out.push(i);
-    }
-    *s = out;
 }

@@ -171,6 +171,7 @@ pub fn context(t: &Trace) -> Context {
             .meta
             .get("mthp_size")
             .and_then(|s| s.trim_end_matches(['K', 'k']).parse().ok()),
+        drain_sites: t.sites.clone(),
     }
 }
 

@@ -109,6 +109,9 @@ pub struct Hold {
     pub trigger: Trigger,
     /// Add side: index in [`Reconstruction::faults`] of the last folio added (the trigger).
     pub last_fault: Option<usize>,
+    /// Add side, explicit drains: the caller of `lru_add_drain*()` from the call chain
+    /// (`trace::NO_SITE` without one).
+    pub site: u32,
 }
 
 /// A folio put on an LRU list, as the fault path added it.
@@ -122,6 +125,8 @@ pub struct Fault {
     pub order: u8,
     /// Index of the hold that put it on the LRU.
     pub hold: usize,
+    /// Index of the free-side hold that freed it, when the trace shows its free.
+    pub freed_in: Option<usize>,
 }
 
 /// Everything the calibration and the policies need from one capture.
@@ -162,13 +167,45 @@ struct Open {
     last_ts: i64,
 }
 
+/// Gap limits for insertions and frees of one hold: `g_max`, or 2.5× the median spacing of
+/// back-to-back insertions (frees) on one CPU when that is larger — call chains (`-g`) make each
+/// event cost a few µs, so a fixed 2 µs would cut every drain into pieces.
+fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
+    let mut last: HashMap<u32, (i64, u8)> = HashMap::new();
+    let (mut ins, mut fr) = (Vec::new(), Vec::new());
+    for e in &t.events {
+        let k = match e.kind {
+            Kind::Insert { .. } => 1,
+            Kind::Free { .. } => 2,
+            _ => 0,
+        };
+        if let Some(&(ts, pk)) = last.get(&e.cpu) {
+            if k != 0 && pk == k {
+                let gap = (e.ts - ts) as f64;
+                if k == 1 {
+                    ins.push(gap)
+                } else {
+                    fr.push(gap)
+                }
+            }
+        }
+        last.insert(e.cpu, (e.ts, k));
+    }
+    let lim = |v: &[f64]| {
+        let m = super::calibrate::median(v).unwrap_or(0.0);
+        g_max.max((2.5 * m) as i64)
+    };
+    (lim(&ins), lim(&fr))
+}
+
 /// Rebuild holds and faults from a trace.
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let lock = pick_lock(t, o)?;
+    let (g_insert, g_free) = gap_limits(t, o.g_max_ns);
     // pfn → (order, alloc ts, alloc cpu), most recent allocation wins (pfns are reused).
     let mut alloc: HashMap<u64, (u8, i64, u32)> = HashMap::new();
     // pfns on an LRU list (inserted, not yet freed).
-    let mut on_lru: HashMap<u64, u8> = HashMap::new();
+    let mut on_lru: HashMap<u64, usize> = HashMap::new(); // pfn → index in `faults`
     let mut open: HashMap<u32, Open> = HashMap::new();
     let mut pending: HashMap<u32, Pending> = HashMap::new();
     let mut holds: Vec<Hold> = Vec::new();
@@ -183,9 +220,9 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
         let cur = open.entry(e.cpu).or_default();
         match e.kind {
-            Kind::Insert { pfn } => {
+            Kind::Insert { pfn, site } => {
                 let extend = cur.side == Some(Side::Add)
-                    && e.ts - cur.last_ts <= o.g_max_ns
+                    && e.ts - cur.last_ts <= g_insert
                     && holds[cur.idx].folios < FOLIO_BATCH;
                 let (order, fts, fcpu) = match alloc.get(&pfn) {
                     Some(&(ord, ts, c)) => (ord, ts, c),
@@ -206,6 +243,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         traced,
                         trigger: Trigger::Explicit,
                         last_fault: None,
+                        site,
                     });
                     cur.side = Some(Side::Add);
                     cur.idx = holds.len() - 1;
@@ -220,20 +258,21 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     ts: fts,
                     order,
                     hold: cur.idx,
+                    freed_in: None,
                 });
                 cur.last_ts = e.ts;
-                on_lru.insert(pfn, order);
+                on_lru.insert(pfn, faults.len() - 1);
             }
             Kind::Free { pfn, order } => {
-                if on_lru.remove(&pfn).is_none() {
+                let Some(fault) = on_lru.remove(&pfn) else {
                     // page tables, slab, kernel buffers: not an LRU folio
                     cur.side = None;
                     alloc.remove(&pfn);
                     continue;
-                }
+                };
                 alloc.remove(&pfn);
                 let extend = cur.side == Some(Side::Free)
-                    && e.ts - cur.last_ts <= o.g_max_ns
+                    && e.ts - cur.last_ts <= g_free
                     && holds[cur.idx].folios < FOLIO_BATCH;
                 if !extend {
                     let traced = take_pending(&mut pending, e.cpu);
@@ -247,10 +286,12 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         traced,
                         trigger: Trigger::Explicit,
                         last_fault: None,
+                        site: super::trace::NO_SITE,
                     });
                     cur.side = Some(Side::Free);
                     cur.idx = holds.len() - 1;
                 }
+                faults[fault].freed_in = Some(cur.idx);
                 let h = &mut holds[cur.idx];
                 h.folios += 1;
                 h.pages += 1u64 << order;

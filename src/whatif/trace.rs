@@ -24,7 +24,9 @@ pub enum Kind {
     /// `kmem:mm_page_alloc`: a folio of `2^order` pages starts at `pfn`.
     Alloc { pfn: u64, order: u8 },
     /// `pagemap:mm_lru_insertion`: the folio at `pfn` is put on an LRU list (inside a hold).
-    Insert { pfn: u64 },
+    /// `site`: interned caller of `lru_add_drain*()` when the call chain shows one (an
+    /// explicit drain), else `NO_SITE`.
+    Insert { pfn: u64, site: u32 },
     /// `kmem:mm_page_free`: the folio at `pfn` (real order) goes back to the page allocator.
     Free { pfn: u64, order: u8 },
     /// `lock:contention_begin` on interned lock `lock`.
@@ -32,6 +34,9 @@ pub enum Kind {
     /// `lock:contention_end` on interned lock `lock`.
     End { lock: u32 },
 }
+
+/// `Kind::Insert::site` when the insertion is not under an explicit drain or has no call chain.
+pub const NO_SITE: u32 = u32::MAX;
 
 /// One event: when, where, what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +73,10 @@ pub struct Trace {
     pub events: Vec<MmEvent>,
     /// Lock addresses as printed, indexed by the interned id.
     pub locks: Vec<String>,
+    /// Drain sites (caller of `lru_add_drain*()`), indexed by `Kind::Insert::site`.
+    pub sites: Vec<String>,
+    /// Insertions that carried a call chain.
+    pub insertions_with_chain: u64,
     /// Coarsest timestamp resolution seen (1 = ns, 1000 = µs).
     pub ts_res_ns: u32,
     /// Events of other kinds, ignored.
@@ -112,6 +121,8 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         path: path.to_string(),
         events: Vec::new(),
         locks: Vec::new(),
+        sites: Vec::new(),
+        insertions_with_chain: 0,
         ts_res_ns: 1,
         other_events: 0,
         slowpath_seen: None,
@@ -119,7 +130,10 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         skipped_lines: 0,
     };
     let mut interned: HashMap<String, u32> = HashMap::new();
-    let mut push = |e: Event, t: &mut Trace| -> Result<()> { add_event(path, e, t, &mut interned) };
+    let mut sites: HashMap<String, u32> = HashMap::new();
+    let mut push = |e: Event, t: &mut Trace| -> Result<()> {
+        add_event(path, e, t, &mut interned, &mut sites)
+    };
     match format {
         Some(Format::PerfScript) => {
             let mut o = perf_script::Options::default();
@@ -165,6 +179,7 @@ fn add_event(
     e: Event,
     t: &mut Trace,
     interned: &mut HashMap<String, u32>,
+    site_ids: &mut HashMap<String, u32>,
 ) -> Result<()> {
     if t.slowpath_seen.is_none() {
         for f in &e.callchain {
@@ -198,7 +213,16 @@ fn add_event(
         }
         "mm_lru_insertion" => {
             let p = payload::lru_insertion(&e.payload).map_err(|x| bad("mm_lru_insertion", x))?;
-            Kind::Insert { pfn: p.pfn }
+            let site = if e.callchain.is_empty() {
+                NO_SITE
+            } else {
+                t.insertions_with_chain += 1;
+                match drain_site(&e.callchain) {
+                    Some(name) => intern(site_ids, &mut t.sites, name),
+                    None => NO_SITE,
+                }
+            };
+            Kind::Insert { pfn: p.pfn, site }
         }
         "mm_page_free" => {
             let p = payload::page_free(&e.payload).map_err(|x| bad("mm_page_free", x))?;
@@ -240,6 +264,20 @@ fn add_event(
         kind,
     });
     Ok(())
+}
+
+/// The caller of the outermost `lru_add_drain*()` frame: `zap_page_range_single_batched`,
+/// `lru_add_drain_per_cpu` (a drain_all work item), `__folio_batch_release`, ... `None` when no
+/// such frame is in the chain (a drain because the batch filled or the folio is large).
+fn drain_site(chain: &[lockcast_parsers::event::Frame]) -> Option<String> {
+    let is_drain = |s: &str| s.starts_with("lru_add_drain") || s.starts_with("__lru_add_drain");
+    let last = chain.iter().rposition(|f| is_drain(&f.symbol))?;
+    let caller = chain.get(last + 1).map(|f| f.symbol.clone());
+    // lru_add_drain_per_cpu is itself the work item: name it, its caller is the worker thread
+    if chain[last].symbol.starts_with("lru_add_drain_per_cpu") {
+        return Some("lru_add_drain_per_cpu".to_string());
+    }
+    Some(caller.unwrap_or_else(|| chain[last].symbol.clone()))
 }
 
 fn order_u8(order: u32) -> u8 {

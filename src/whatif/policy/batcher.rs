@@ -78,7 +78,9 @@ impl Batcher {
         };
         for i in stream {
             match *i {
-                Intent::Fault { v, order, delay } => {
+                Intent::Fault {
+                    v, order, delay, ..
+                } => {
                     let p = 1u64 << order;
                     let cacheable = p < self.max_cached_pages;
                     let at = v + delay.unwrap_or(if cacheable {
@@ -103,7 +105,7 @@ impl Batcher {
                         drain(&mut out, at, &mut folios, &mut pages);
                     }
                 }
-                Intent::Drain { v } => drain(&mut out, v, &mut folios, &mut pages),
+                Intent::Drain { v, .. } => drain(&mut out, v, &mut folios, &mut pages),
                 Intent::Free { v, folios: n, .. } => out.push(Request {
                     v,
                     side: Side::Free,

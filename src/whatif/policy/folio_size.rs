@@ -90,18 +90,21 @@ impl Policy for FolioSize {
                         v: scale(v),
                         order,
                         delay: None,
+                        dies_in: None,
                     },
-                    Intent::Drain { v } => Intent::Drain { v: scale(v) },
+                    Intent::Drain { v, site } => Intent::Drain { v: scale(v), site },
                     Intent::Free {
                         v,
                         folios,
                         pages,
                         zap,
+                        hold,
                     } => Intent::Free {
                         v: scale(v),
                         folios,
                         pages,
                         zap,
+                        hold,
                     },
                 })
                 .collect();
@@ -147,15 +150,16 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                             v: v + (span * j as f64 / p as f64).round() as i64,
                             order,
                             delay: None,
+                            dies_in: None,
                         });
                     }
                     acc = (acc + 1) % pages_per;
                 }
                 i += 1;
             }
-            Intent::Drain { v } => {
+            Intent::Drain { v, site } => {
                 acc = 0;
-                out.push(Intent::Drain { v });
+                out.push(Intent::Drain { v, site });
                 i += 1;
             }
             Intent::Free { zap, .. } => {
@@ -196,12 +200,13 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                         folios: n,
                         pages: u64::from(n) * pages_per,
                         zap,
+                        hold: usize::MAX,
                     });
                 }
                 // keep drains that sat inside the zap
                 for x in &s[i..j] {
-                    if let Intent::Drain { v } = x {
-                        out.push(Intent::Drain { v: *v });
+                    if let Intent::Drain { v, site } = x {
+                        out.push(Intent::Drain { v: *v, site: *site });
                     }
                 }
                 i = j;
