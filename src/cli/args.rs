@@ -91,7 +91,7 @@ fixtures/capture-replay.sh does this and writes a `meta` file beside the capture
 untraced run time and the spinlock slowpath (paravirt or not) that the replay reads.
 
 A perf lock table (report/contention text) instead of a trace gets the closed-form model:
-  --set folio_kb=16 --set cpus=20 [--set acquisitions=N] [--set f=0.9]
+  --set folio_kb=16 --set cpus=20 [--set acquisitions=N] [--set s1_ns=100] [--set f=0.9]
 
 Examples:
   lockcast whatif lru-cache fixtures/replay/micro-16K-r1/script-ns.txt.gz
@@ -99,7 +99,8 @@ Examples:
   lockcast whatif folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz --set folio_kb=4
   lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20
 
-Work what-ifs (issue 7): CAPTURE is a directory written by fixtures/capture-lazyfree.sh.
+What-ifs of patches that remove work (not lock timing): CAPTURE is a directory written by
+fixtures/capture-lazyfree.sh.
   lazyfree-thp         reclaim of PMD-mapped MADV_FREE THPs discarded whole instead of split.
                        Needs: samples.txt[.gz] (perf record -g -k CLOCK_MONOTONIC -e cpu-clock
                        of the reclaim, perf script --ns), vmstat-before.txt / vmstat-after.txt
