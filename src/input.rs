@@ -74,13 +74,32 @@ pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option
     let mut buf = BufReader::with_capacity(BUF_SIZE, raw);
     let magic = buf.fill_buf().map_err(|e| Error::io(path, e))?;
     if magic.starts_with(&[0x1f, 0x8b]) {
-        let dec = flate2::bufread::MultiGzDecoder::new(buf);
+        let dec = Named("gzip", flate2::bufread::MultiGzDecoder::new(buf));
         Ok((Box::new(BufReader::with_capacity(BUF_SIZE, dec)), pb))
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         let dec = zstd::stream::read::Decoder::with_buffer(buf).map_err(|e| Error::io(path, e))?;
-        Ok((Box::new(BufReader::with_capacity(BUF_SIZE, dec)), pb))
+        Ok((
+            Box::new(BufReader::with_capacity(BUF_SIZE, Named("zstd", dec))),
+            pb,
+        ))
     } else {
         Ok((Box::new(buf), pb))
+    }
+}
+
+/// A decompressor whose errors say which compression failed: flate2 reports a cut-short
+/// stream as a bare "incomplete deflate stream", and a mailed or half-copied `.gz` is the
+/// usual cause.
+struct Named<R>(&'static str, R);
+
+impl<R: Read> Read for Named<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.1.read(buf).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{} stream damaged or cut short: {e}", self.0),
+            )
+        })
     }
 }
 

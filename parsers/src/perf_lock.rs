@@ -14,9 +14,10 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
+use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1};
 use nom::character::complete::{char, digit1, space0, space1};
-use nom::combinator::{all_consuming, map_res, opt, recognize};
+use nom::combinator::{all_consuming, eof, map_res, opt, recognize};
 use nom::{IResult, Parser};
 use serde::Serialize;
 
@@ -339,9 +340,26 @@ pub fn sniff(line: &str) -> bool {
 
 enum State {
     Outside,
-    InTable { header: TableHeader, rows: u64 },
+    InTable {
+        header: TableHeader,
+        rows: u64,
+    },
+    /// A table interrupted by lines that are neither rows nor a blank line: if a row (or a
+    /// `-v` stack line) follows within [`MAX_FOREIGN_LINES`], those lines were foreign text
+    /// inside the table (another program's output on the same terminal, a mangled row) and are
+    /// malformed; otherwise the table ended there and they were prose.
+    Interrupted {
+        header: TableHeader,
+        rows: u64,
+        held: Vec<(u64, String)>,
+    },
     InFooter(Footer),
 }
+
+/// How many non-row lines may interrupt a table before it is taken as ended. Enough for a
+/// short burst of interleaved output; a paragraph of prose after a table is longer, or ends
+/// with a blank line or the next table's header.
+const MAX_FOREIGN_LINES: usize = 8;
 
 /// Streaming reader of `perf lock` text.
 pub struct Reader<R> {
@@ -405,8 +423,9 @@ impl<R: BufRead> Reader<R> {
             }
             let text = match self.lines.next_line()? {
                 None => {
-                    self.finish_state();
                     self.done = true;
+                    self.end_of_input()?;
+                    self.finish_state();
                     if self.tables == 0 && self.footers == 0 {
                         return Err(Error::UnknownFormat {
                             first_line: self.first_line.take().unwrap_or_default(),
@@ -451,7 +470,7 @@ impl<R: BufRead> Reader<R> {
                 self.footers += 1;
                 self.out.push_back(Item::Footer(f));
             }
-            State::InTable { .. } | State::Outside => {}
+            State::InTable { .. } | State::Interrupted { .. } | State::Outside => {}
         }
         self.label = None;
     }
@@ -460,6 +479,9 @@ impl<R: BufRead> Reader<R> {
         match std::mem::replace(&mut self.state, State::Outside) {
             State::Outside => self.outside(line_no, text),
             State::InTable { header, rows } => self.in_table(line_no, text, header, rows),
+            State::Interrupted { header, rows, held } => {
+                self.interrupted(line_no, text, header, rows, held)
+            }
             State::InFooter(f) => self.in_footer(line_no, text, f),
         }
     }
@@ -555,12 +577,82 @@ impl<R: BufRead> Reader<R> {
                 self.state = State::InTable { header, rows };
                 self.bad_line(d)
             }
-            Err(_) => {
-                // Prose after a table with no blank line in between: the table has ended.
+            Err(_) if starts_block(text) => {
+                // The next table or a footer right after this one.
                 self.finish_state();
                 self.outside(line_no, text)
             }
+            Err(_) => {
+                // Prose after a table with no blank line in between, or foreign text inside
+                // it: the lines after it tell which.
+                self.state = State::Interrupted {
+                    header,
+                    rows,
+                    held: vec![(line_no, text.to_string())],
+                };
+                Ok(())
+            }
         }
+    }
+
+    fn interrupted(
+        &mut self,
+        line_no: u64,
+        text: &str,
+        header: TableHeader,
+        rows: u64,
+        mut held: Vec<(u64, String)>,
+    ) -> Result<(), Error> {
+        let resumes = (self.pending.is_some() && parse_stack_frame(text).is_some())
+            || parse_row(&header, line_no, text).is_ok();
+        if resumes {
+            // The held lines were inside the table: malformed rows.
+            self.state = State::InTable { header, rows };
+            self.held_are_malformed(held)?;
+            return self.on_line(line_no, text);
+        }
+        if text.trim().is_empty() && rows == 0 {
+            // Still in the blank lines perf prints between header and rows.
+            self.state = State::Interrupted { header, rows, held };
+            return Ok(());
+        }
+        if !text.trim().is_empty() && !starts_block(text) && held.len() < MAX_FOREIGN_LINES {
+            held.push((line_no, text.to_string()));
+            self.state = State::Interrupted { header, rows, held };
+            return Ok(());
+        }
+        // The table ended at the first held line: they were prose (labels for what follows).
+        self.finish_state();
+        for (n, t) in held {
+            self.outside(n, &t)?;
+        }
+        self.outside(line_no, text)
+    }
+
+    /// Report lines held after an interrupted table as malformed rows.
+    fn held_are_malformed(&mut self, held: Vec<(u64, String)>) -> Result<(), Error> {
+        for (n, t) in held {
+            self.bad_line(Diagnostic {
+                location: Location { line: n, col: 1 },
+                kind: LineError::expected(
+                    "a table row, a -v stack line or a blank line ending the table",
+                    &t,
+                ),
+                line_text: cut(&t, 120),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The input ended inside an interrupted table: perf ends its output after the last row,
+    /// so lines after it with no blank line in between are a row cut short (a truncated
+    /// capture: `     106` of `     10693: :10693`), not prose.
+    fn end_of_input(&mut self) -> Result<(), Error> {
+        if let State::Interrupted { held, .. } = &mut self.state {
+            let held = std::mem::take(held);
+            self.held_are_malformed(held)?;
+        }
+        Ok(())
     }
 
     fn in_footer(&mut self, line_no: u64, text: &str, mut f: Footer) -> Result<(), Error> {
@@ -592,6 +684,11 @@ impl<R: BufRead> Reader<R> {
         self.state = State::InFooter(f);
         Ok(())
     }
+}
+
+/// A line that begins a new block: a table header, a debug banner or a CSV debug footer.
+fn starts_block(line: &str) -> bool {
+    parse_header(line).is_some() || is_banner(line) || parse_csv_footer(line).is_some()
 }
 
 fn is_banner(line: &str) -> bool {
@@ -1059,6 +1156,9 @@ fn looks_like_row(header: &TableHeader, text: &str) -> bool {
 }
 
 /// `-v` stack line: `"\t\t\t%#lx  %s"`, e.g. `  0xffffffff9d0407c0  _raw_spin_lock+0x30`.
+/// The symbol is blank for an address perf could not resolve (a user-space return address:
+/// `\t\t\t0x558de20376ab  `), so the address alone, followed by nothing but blanks, is a frame
+/// with an empty symbol. `perf lock info -m` lines (`0x…: name`) are not frames.
 fn parse_stack_frame(text: &str) -> Option<StackFrame> {
     fn frame(i: &str) -> IResult<&str, (u64, &str)> {
         let (i, _) = space1(i)?;
@@ -1067,11 +1167,12 @@ fn parse_stack_frame(text: &str) -> Option<StackFrame> {
             |s: &str| u64::from_str_radix(&s[2..], 16),
         )
         .parse(i)?;
-        let (i, _) = space1(i)?;
+        // Blanks then the symbol, or the end of the line: never `0x…:` of `info -m`.
+        let (i, _) = alt((space1, eof)).parse(i)?;
         Ok(("", (addr, i.trim_end())))
     }
     let (_, (addr, symbol)) = frame(text).ok()?;
-    (!symbol.is_empty()).then(|| StackFrame {
+    Some(StackFrame {
         addr,
         symbol: symbol.to_string(),
     })

@@ -22,10 +22,25 @@ pub fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(io::stderr(), "lockcast: {e:#}");
+            let _ = writeln!(io::stderr(), "lockcast: {}", message(&e));
             ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// The error and its causes, each cause added only if the text so far does not already say
+/// it: `lockcast::Error` messages embed their source (`path: incomplete deflate stream`), and
+/// `{:#}` would print it twice.
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

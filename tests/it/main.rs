@@ -8,6 +8,7 @@ mod formats;
 mod ingest;
 mod lazyfree;
 mod plots;
+mod mutation;
 mod seed;
 mod traces;
 mod whatif;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Build the fuzz seed corpora in fuzz/corpus/<target>/ from the repo's real captures
+# (fixtures/) and the shared corpus of real tool outputs (../shared/corpus or $LOCKCAST_SHARED).
+# Seeds are plain text (gzip decompressed) cut to MAX_LEN bytes, the fuzzers' input cap.
+# fuzz/corpus is gitignored: seeds are copies, and what the fuzzer adds is run-time state.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+shared="${LOCKCAST_SHARED:-$root/../shared}"
+max_len="${MAX_LEN:-65536}"
+corpus="$shared/corpus"
+if [ ! -d "$corpus" ]; then
+  echo "seed.sh: $corpus not found (set LOCKCAST_SHARED)" >&2
+  exit 1
+fi
+
+# add TARGET FILE...: copy each file (decompressed, cut) into corpus/TARGET, named by content.
+add() {
+  local target="$1"; shift
+  mkdir -p "$here/corpus/$target"
+  local f tmp sum
+  tmp="$(mktemp)"
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    case "$f" in
+      *.gz) { gzip -dc "$f" || true; } | head -c "$max_len" >"$tmp" ;;
+      *) head -c "$max_len" "$f" >"$tmp" ;;
+    esac
+    [ -s "$tmp" ] || continue
+    sum="$(sha1sum "$tmp" | cut -c1-40)"
+    cp "$tmp" "$here/corpus/$target/seed-$sum"
+  done
+  rm -f "$tmp"
+}
+
+shopt -s nullglob
+perf_lock=("$root"/fixtures/captures/*/*.txt "$root"/fixtures/seeds/*.txt
+  "$root"/fixtures/replay/*/contention*.txt "$root"/fixtures/traces/*/contention.txt
+  "$corpus"/perf-lock/*)
+ftrace=("$root"/fixtures/ftrace/*.txt "$corpus"/ftrace/*)
+perf_script=("$root"/fixtures/perf-script/*.txt "$root"/fixtures/traces/*/*.gz
+  "$root"/fixtures/replay/micro-16K-r1/script-ns.txt.gz "$corpus"/perf-script/*)
+perf_report=("$root"/fixtures/perf-report/*.txt "$corpus"/perf-report/*)
+
+add perf_lock "${perf_lock[@]}"
+add ftrace "${ftrace[@]}"
+add perf_script "${perf_script[@]}"
+add perf_report "${perf_report[@]}"
+all=("${perf_lock[@]}" "${ftrace[@]}" "${perf_script[@]}" "${perf_report[@]}")
+add detect "${all[@]}"
+add lenient "${all[@]}"
+for t in perf_lock ftrace perf_script perf_report detect lenient; do
+  echo "seed.sh: corpus/$t: $(ls "$here/corpus/$t" | wc -l) files"
+done

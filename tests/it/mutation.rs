@@ -1,0 +1,868 @@
+//! Mutation test: every fixture and corpus file, damaged the ways captures arrive damaged,
+//! through the `lockcast parse` binary (issue 8).
+//!
+//! Each input is parsed clean once, then each mutation is parsed strict and `--lenient` with
+//! `-o DIR/out.json`. For every run:
+//! - no panic (exit 101 or "panicked"), no hang (a run is killed after [`TIMEOUT`]);
+//! - exit 0 with exactly `out.json` in DIR, or exit 3/4 with DIR empty (no output, no temp
+//!   file) and a message naming the file; a malformed-line message is `path:LINE:COL: format:
+//!   expected …` with LINE a line of the damaged file.
+//!
+//! When strict mode succeeds, lenient mode must give the same JSON and skip nothing. When
+//! lenient mode succeeds, its skipped-line count S must explain every difference from the
+//! clean parse. With D = the original lines the mutation removed or changed and I = the lines
+//! it inserted (duplicates, lines of another format):
+//! - perf lock tables (one row per line, `-v` stack lines after it): every clean row whose
+//!   extent (its line and stack lines) holds no line of D and no insertion, and whose table
+//!   header is not in D, is in the lenient output unchanged at its new line number; every
+//!   lenient row on an untouched line is a clean row; and the clean rows on changed lines that
+//!   are missing from the lenient output number at most S (a damaged row is skipped and
+//!   counted, never dropped silently). A damaged header may lose its table (the table count
+//!   printed differs), and a blank line inserted inside a table ends it there, as perf's own
+//!   tables end: the rows lost that way are counted and printed, not failed.
+//! - traces (ftrace, trace-cmd, perf script: `lock_stats` aggregated from paired waits): the
+//!   number of waits (sum of `contended`) changes by at most S + |D| + |I|: each damaged,
+//!   inserted or skipped line changes at most one begin/end event, hence one wait.
+//! - CRLF line endings change nothing at all (D and I are empty).
+//! - a gzip stream cut short is an error in both modes (exit 3 or 4, naming the file).
+//!
+//! The RNG is a seeded xorshift, so a failure names a (file, mutation, seed) that reproduces.
+//! `LOCKCAST_MUTATION_ROUNDS` (default 1) repeats every mutation kind per file with new seeds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// Longest a single run may take (the largest input here parses in well under a second).
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Inputs larger than this are cut to their first lines up to this size: the multi-MB trace
+/// captures would make the test minutes long without exercising anything the prefix does not.
+const MAX_INPUT: usize = 256 * 1024;
+
+/// xorshift64*: tiny, seeded, good enough to pick positions.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform-ish in `0..n` (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fmt {
+    PerfLock,
+    Ftrace,
+    PerfScript,
+}
+
+impl Fmt {
+    fn arg(self) -> &'static str {
+        match self {
+            Fmt::PerfLock => "perf-lock",
+            Fmt::Ftrace => "ftrace",
+            Fmt::PerfScript => "perf-script",
+        }
+    }
+}
+
+struct Input {
+    name: String,
+    fmt: Fmt,
+    text: Vec<u8>,
+}
+
+fn read_text(p: &Path) -> Vec<u8> {
+    let raw = std::fs::read(p).unwrap();
+    let mut text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .take(MAX_INPUT as u64 * 2)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    } else {
+        raw
+    };
+    if text.len() > MAX_INPUT {
+        let cut = text[..MAX_INPUT]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(MAX_INPUT, |i| i + 1);
+        text.truncate(cut);
+    }
+    text
+}
+
+fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_in(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Every capture-text fixture and corpus file, with the format it is in. `perf report` files
+/// are left out: the CLI does not tabulate them yet (the parser is fuzzed instead), and so are
+/// the replay fixtures' multi-MB `script-ns` dumps beyond the one kept (same shape, 12 copies).
+fn inputs() -> Vec<Input> {
+    let mut paths = Vec::new();
+    files_in(&repo().join("fixtures"), &mut paths);
+    files_in(&shared().join("corpus"), &mut paths);
+    let mut out = Vec::new();
+    for p in paths {
+        let s = p.to_string_lossy();
+        let name = p.file_name().unwrap().to_string_lossy();
+        let fmt = if s.contains("/perf-lock/")
+            || s.contains("/seeds/")
+            || ((s.contains("/captures/") || s.contains("/replay/") || s.contains("/traces/"))
+                && (name.starts_with("contention")
+                    || name.starts_with("report")
+                    || name.starts_with("info"))
+                && name.ends_with(".txt"))
+        {
+            Fmt::PerfLock
+        } else if s.contains("/ftrace/") && !name.ends_with(".md") && !name.ends_with(".sh") {
+            Fmt::Ftrace
+        } else if (s.contains("/perf-script/") && !name.ends_with(".md"))
+            || (s.contains("/traces/") && name.starts_with("script"))
+            || s.ends_with("/replay/micro-16K-r1/script-ns.txt.gz")
+        {
+            Fmt::PerfScript
+        } else {
+            continue;
+        };
+        let rel = s
+            .strip_prefix(&*repo().to_string_lossy())
+            .unwrap_or(&s)
+            .trim_start_matches('/')
+            .to_string();
+        out.push(Input {
+            name: rel,
+            fmt,
+            text: read_text(&p),
+        });
+    }
+    out
+}
+
+/// A damaged document: each line is the original line `Some(i)` (0-based) unchanged, or `None`
+/// for a line the mutation changed or inserted.
+struct Doc {
+    lines: Vec<(Option<usize>, Vec<u8>)>,
+    final_newline: bool,
+    crlf: bool,
+}
+
+impl Doc {
+    fn parse(text: &[u8]) -> Self {
+        let final_newline = text.ends_with(b"\n");
+        let body = if final_newline {
+            &text[..text.len() - 1]
+        } else {
+            text
+        };
+        let lines = if text.is_empty() {
+            Vec::new()
+        } else {
+            body.split(|&b| b == b'\n')
+                .enumerate()
+                .map(|(i, l)| (Some(i), l.to_vec()))
+                .collect()
+        };
+        Doc {
+            lines,
+            final_newline,
+            crlf: false,
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let eol: &[u8] = if self.crlf { b"\r\n" } else { b"\n" };
+        let mut out = Vec::new();
+        for (k, (_, l)) in self.lines.iter().enumerate() {
+            out.extend_from_slice(l);
+            if k + 1 < self.lines.len() || self.final_newline {
+                out.extend_from_slice(eol);
+            }
+        }
+        out
+    }
+
+    /// Original 0-based line → new 1-based line number.
+    fn map(&self) -> BTreeMap<usize, u64> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(j, (o, _))| o.map(|i| (i, j as u64 + 1)))
+            .collect()
+    }
+}
+
+/// What a mutation did, in terms of the original lines.
+struct Damage {
+    /// Original lines (0-based) removed or changed.
+    damaged: BTreeSet<usize>,
+    /// Original lines (0-based) changed in place (a subset of `damaged`).
+    changed: BTreeSet<usize>,
+    /// Original line (0-based) after which a line was inserted (`usize::MAX`: before line 0).
+    inserted_after: Vec<usize>,
+    /// Original lines (0-based) after which a blank line now stands (inserted or changed).
+    blank_after: Vec<usize>,
+}
+
+impl Damage {
+    fn of(doc: &Doc, n_orig: usize) -> Self {
+        let kept: BTreeSet<usize> = doc.lines.iter().filter_map(|(o, _)| *o).collect();
+        let damaged: BTreeSet<usize> = (0..n_orig).filter(|i| !kept.contains(i)).collect();
+        let mut inserted_after = Vec::new();
+        let mut changed = BTreeSet::new();
+        let mut last: Option<usize> = None;
+        // A `None` line either replaces the next missing original line (changed in place) or
+        // is an insertion.
+        let mut next_orig = 0usize;
+        let mut blank_after = Vec::new();
+        for (o, text) in &doc.lines {
+            if o.is_none() && text.iter().all(u8::is_ascii_whitespace) {
+                blank_after.push(last.unwrap_or(usize::MAX));
+            }
+            match o {
+                Some(i) => {
+                    last = Some(*i);
+                    next_orig = i + 1;
+                }
+                None => {
+                    if damaged.contains(&next_orig) && !changed.contains(&next_orig) {
+                        changed.insert(next_orig);
+                        last = Some(next_orig);
+                        next_orig += 1;
+                    } else {
+                        inserted_after.push(last.unwrap_or(usize::MAX));
+                    }
+                }
+            }
+        }
+        Damage {
+            damaged,
+            changed,
+            inserted_after,
+            blank_after,
+        }
+    }
+
+    fn touches(&self, from: usize, to: usize) -> bool {
+        self.damaged.range(from..=to).next().is_some()
+            || self
+                .inserted_after
+                .iter()
+                .any(|&a| a != usize::MAX && a >= from && a <= to)
+    }
+
+    fn size(&self) -> u64 {
+        (self.damaged.len() + self.inserted_after.len()) as u64
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Truncate,
+    DropLine,
+    DupLine,
+    FlipByte,
+    Crlf,
+    Nul,
+    InvalidUtf8,
+    GzipCut,
+    Interleave,
+}
+
+const KINDS: [Kind; 9] = [
+    Kind::Truncate,
+    Kind::DropLine,
+    Kind::DupLine,
+    Kind::FlipByte,
+    Kind::Crlf,
+    Kind::Nul,
+    Kind::InvalidUtf8,
+    Kind::GzipCut,
+    Kind::Interleave,
+];
+
+/// Apply `kind` to `input`; `other` is a file of another format (for interleaving).
+/// Returns the bytes to write and the damaged document (None for the gzip cut).
+fn mutate(kind: Kind, input: &Input, other: &Input, rng: &mut Rng) -> (Vec<u8>, Option<Doc>) {
+    let mut doc = Doc::parse(&input.text);
+    let n = doc.lines.len().max(1);
+    match kind {
+        Kind::Truncate => {
+            let len = input.text.len();
+            let p = 1 + rng.below(len.saturating_sub(1).max(1));
+            let mut doc = Doc::parse(&input.text[..p.min(len)]);
+            // The line cut in the middle is changed, not original.
+            if !input.text[..p.min(len)].ends_with(b"\n") {
+                if let Some(last) = doc.lines.last_mut() {
+                    last.0 = None;
+                }
+            }
+            return (doc.bytes(), Some(doc));
+        }
+        Kind::DropLine => {
+            if !doc.lines.is_empty() {
+                doc.lines.remove(rng.below(n));
+            }
+        }
+        Kind::DupLine => {
+            if !doc.lines.is_empty() {
+                let i = rng.below(n);
+                let copy = doc.lines[i].1.clone();
+                doc.lines.insert(i + 1, (None, copy));
+            }
+        }
+        Kind::FlipByte | Kind::Nul | Kind::InvalidUtf8 => {
+            // A line with something on it (flipping a byte of an empty line would be an insert).
+            let candidates: Vec<usize> = (0..doc.lines.len())
+                .filter(|&i| !doc.lines[i].1.is_empty())
+                .collect();
+            if !candidates.is_empty() {
+                let i = candidates[rng.below(candidates.len())];
+                let line = &mut doc.lines[i];
+                let pos = rng.below(line.1.len());
+                match kind {
+                    Kind::FlipByte => {
+                        // Never a line ending: that would split the line, another mutation.
+                        let old = line.1[pos];
+                        let mut b = (rng.next() & 0xff) as u8;
+                        while b == b'\n' || b == b'\r' || b == old {
+                            b = b.wrapping_add(1);
+                        }
+                        line.1[pos] = b;
+                    }
+                    Kind::Nul => line.1.insert(pos, 0),
+                    _ => {
+                        let bad: [&[u8]; 4] = [b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80"];
+                        let b = bad[rng.below(bad.len())];
+                        line.1.splice(pos..pos, b.iter().copied());
+                    }
+                }
+                line.0 = None;
+            }
+        }
+        Kind::Crlf => doc.crlf = true,
+        Kind::GzipCut => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(&input.text).unwrap();
+            let gz = gz.finish().unwrap();
+            // Keep the 10-byte header (so the input is recognised as gzip), lose at least the
+            // last byte of the 8-byte trailer.
+            let cut = 10 + rng.below(gz.len() - 11);
+            return (gz[..cut].to_vec(), None);
+        }
+        Kind::Interleave => {
+            let theirs = Doc::parse(&other.text);
+            for _ in 0..1 + rng.below(3) {
+                if theirs.lines.is_empty() {
+                    break;
+                }
+                let from = rng.below(theirs.lines.len());
+                let count = 1 + rng.below(4);
+                let at = rng.below(doc.lines.len() + 1);
+                for (k, (_, l)) in theirs.lines.iter().skip(from).take(count).enumerate() {
+                    doc.lines.insert(at + k, (None, l.clone()));
+                }
+            }
+        }
+    }
+    (doc.bytes(), Some(doc))
+}
+
+struct Run {
+    code: i32,
+    stderr: String,
+    json: Option<Value>,
+}
+
+/// Run `lockcast parse FILE --format F [--lenient] -o DIR/out.json` and check the contract
+/// every run must keep: no panic, no hang, output present iff success.
+fn run(file: &Path, fmt: Fmt, lenient: bool, what: &str, failures: &mut Vec<String>) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockcast"));
+    cmd.arg("parse")
+        .arg(file)
+        .args(["--format", fmt.arg()])
+        .arg("-o")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if lenient {
+        cmd.arg("--lenient");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr_pipe.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    let mode = if lenient { "lenient" } else { "strict" };
+    let Some(status) = status else {
+        failures.push(format!("{what} ({mode}): hang, killed after {TIMEOUT:?}"));
+        return Run {
+            code: -1,
+            stderr,
+            json: None,
+        };
+    };
+    let code = status.code().unwrap_or(-1);
+    if code == 101 || stderr.contains("panicked") {
+        failures.push(format!("{what} ({mode}): panic: {stderr}"));
+    }
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut json = None;
+    if code == 0 {
+        if left != ["out.json"] {
+            failures.push(format!(
+                "{what} ({mode}): exit 0 but the directory holds {left:?}"
+            ));
+        } else {
+            match serde_json::from_slice::<Value>(&std::fs::read(&out).unwrap()) {
+                Ok(v) => json = Some(v),
+                Err(e) => failures.push(format!("{what} ({mode}): unreadable JSON: {e}")),
+            }
+        }
+    } else {
+        if !left.is_empty() {
+            failures.push(format!("{what} ({mode}): exit {code} left {left:?} behind"));
+        }
+        if code != 3 && code != 4 {
+            failures.push(format!(
+                "{what} ({mode}): exit {code}, want 3 or 4: {stderr}"
+            ));
+        }
+        let path = file.to_string_lossy();
+        if !stderr.starts_with(&format!("lockcast: {path}")) {
+            failures.push(format!(
+                "{what} ({mode}): error does not name the file: {stderr}"
+            ));
+        }
+        let rest = stderr.strip_prefix(&format!("lockcast: {path}:"));
+        if let Some(rest) = rest.filter(|r| r.starts_with(|c: char| c.is_ascii_digit())) {
+            // `LINE:COL: format: expected …`
+            let mut parts = rest.splitn(3, ':');
+            let line = parts.next().and_then(|l| l.parse::<u64>().ok());
+            let col = parts.next().and_then(|c| c.parse::<u64>().ok());
+            let msg = parts.next().unwrap_or("");
+            if line.is_none() || col.is_none() || !msg.contains("expected") {
+                failures.push(format!(
+                    "{what} ({mode}): malformed-line error without LINE:COL: … expected: {stderr}"
+                ));
+            }
+        }
+    }
+    Run { code, stderr, json }
+}
+
+fn skipped(stderr: &str) -> u64 {
+    stderr
+        .split("skipped ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Rows of a `lock_stats` JSON array, without the columns a damaged input may change
+/// legitimately (`source`: the temp path; `block`, `label`: table numbering and the prose line
+/// above it; `line`: compared through the line map).
+fn rows(v: &Value) -> Vec<(u64, Value)> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let o = r.as_object_mut().unwrap();
+            let line = o.remove("line").and_then(|l| l.as_u64()).unwrap();
+            for k in ["source", "block", "label"] {
+                o.remove(k);
+            }
+            (line, r)
+        })
+        .collect()
+}
+
+fn waits(v: &Value) -> u64 {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contended"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Table header lines (1-based) of a clean perf lock file, from `lockcast parse`'s summary.
+fn header_lines(file: &Path) -> Vec<u64> {
+    let o = lockcast(&["parse", &file.to_string_lossy(), "--format", "perf-lock"]);
+    stdout(&o)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix('#')?;
+            let rest = rest.split_once(" line ")?.1;
+            rest.split(':').next()?.parse().ok()
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    runs: u64,
+    mutations: BTreeMap<Kind, u64>,
+    strict_errors: u64,
+    lenient_ok: u64,
+    lenient_errors: u64,
+    skipped_lines: u64,
+    /// Rows lost because their table's header was damaged or a blank line ended it early.
+    rows_lost_to_damaged_header: u64,
+}
+
+/// Check one lenient perf lock result against the clean parse.
+fn check_perf_lock(
+    clean: &[(u64, Value)],
+    headers: &[u64],
+    doc: &Doc,
+    damage: &Damage,
+    got: &[(u64, Value)],
+    s: u64,
+    what: &str,
+    tally: &mut Tally,
+    failures: &mut Vec<String>,
+) {
+    let map = doc.map();
+    let got_by_line: BTreeMap<u64, &Value> = got.iter().map(|(l, r)| (*l, r)).collect();
+    let mut clean_by_orig: BTreeMap<usize, &Value> = BTreeMap::new();
+    let mut lost_changed = 0u64;
+    for (line, row) in clean {
+        let i = (*line - 1) as usize;
+        clean_by_orig.insert(i, row);
+        let header = headers.iter().rev().find(|&&h| h <= *line).copied();
+        let header_damaged = header.is_some_and(|h| damage.damaged.contains(&((h - 1) as usize)));
+        let stack = row["stack"].as_array().map_or(0, Vec::len);
+        // perf's tables end at a blank line: one inserted between the header and this row
+        // ends the table there, and the rows after it read as prose.
+        let blank_above = header.is_some_and(|h| {
+            damage
+                .blank_after
+                .iter()
+                .any(|&a| a != usize::MAX && a + 1 >= h as usize && a < i)
+        });
+        if header_damaged || blank_above {
+            if map.get(&i).and_then(|j| got_by_line.get(j)) != Some(&row) {
+                tally.rows_lost_to_damaged_header += 1;
+            }
+            continue;
+        }
+        if damage.touches(i, i + stack) {
+            if damage.changed.contains(&i) {
+                lost_changed += 1;
+            }
+            continue;
+        }
+        let j = map[&i];
+        match got_by_line.get(&j) {
+            Some(r) if *r == row => {}
+            Some(r) => failures.push(format!(
+                "{what}: row at clean line {line} (now {j}) changed though its lines are intact: {row} -> {r}"
+            )),
+            None => failures.push(format!(
+                "{what}: row at clean line {line} (now {j}) lost though its lines are intact (skipped {s}): {row}"
+            )),
+        }
+    }
+    // Lenient rows on changed lines stand for rows that were not lost.
+    let mut on_changed = 0u64;
+    for (j, row) in got {
+        match doc.lines.get((*j - 1) as usize) {
+            Some((Some(i), _)) => {
+                if clean_by_orig.get(i) != Some(&row) {
+                    let header_damaged = headers
+                        .iter()
+                        .any(|&h| damage.damaged.contains(&((h - 1) as usize)));
+                    // A row whose own stack lines were damaged differs for that reason.
+                    let stack = row["stack"].as_array().map_or(0, Vec::len);
+                    let clean_stack = clean_by_orig
+                        .get(i)
+                        .and_then(|r| r["stack"].as_array())
+                        .map_or(0, Vec::len);
+                    if !header_damaged && !damage.touches(*i, i + stack.max(clean_stack)) {
+                        failures.push(format!(
+                            "{what}: row at line {j} (clean line {}) is not in the clean parse: {row}",
+                            i + 1
+                        ));
+                    }
+                }
+            }
+            Some((None, _)) => on_changed += 1,
+            None => failures.push(format!(
+                "{what}: row at line {j} beyond the end of the input"
+            )),
+        }
+    }
+    let lost = lost_changed.saturating_sub(on_changed);
+    if lost > s {
+        failures.push(format!(
+            "{what}: {lost} row(s) on damaged lines lost but only {s} line(s) skipped"
+        ));
+    }
+}
+
+fn check_mutation(
+    input: &Input,
+    other: &Input,
+    clean: &Value,
+    headers: &[u64],
+    kind: Kind,
+    seed: u64,
+    dir: &Path,
+    tally: &mut Tally,
+    failures: &mut Vec<String>,
+) {
+    let mut rng = Rng::new(seed);
+    let (bytes, doc) = mutate(kind, input, other, &mut rng);
+    let file = dir.join(format!("m-{seed}-{}", input.name.replace('/', "_")));
+    std::fs::write(&file, &bytes).unwrap();
+    let what = format!("{} {kind:?} seed {seed}", input.name);
+    *tally.mutations.entry(kind).or_default() += 1;
+    let strict = run(&file, input.fmt, false, &what, failures);
+    let lenient = run(&file, input.fmt, true, &what, failures);
+    tally.runs += 2;
+    if strict.code != 0 {
+        tally.strict_errors += 1;
+    }
+    if strict.code > 0 {
+        // The error names a line of the damaged input.
+        let n_lines = bytes.split(|&b| b == b'\n').count() as u64;
+        let path = file.to_string_lossy();
+        if let Some(rest) = strict.stderr.strip_prefix(&format!("lockcast: {path}:")) {
+            if let Some(l) = rest.split(':').next().and_then(|l| l.parse::<u64>().ok()) {
+                if l == 0 || l > n_lines {
+                    failures.push(format!(
+                        "{what}: error at line {l} of a {n_lines}-line input"
+                    ));
+                }
+            }
+        }
+    }
+    let Some(got) = lenient.json else {
+        tally.lenient_errors += 1;
+        return;
+    };
+    tally.lenient_ok += 1;
+    let s = skipped(&lenient.stderr);
+    tally.skipped_lines += s;
+    if let Some(strict_json) = &strict.json {
+        if s != 0 || rows(strict_json) != rows(&got) {
+            failures.push(format!(
+                "{what}: strict succeeded but lenient differs (skipped {s})"
+            ));
+        }
+    }
+    let Some(doc) = doc else {
+        failures.push(format!(
+            "{what}: a gzip stream cut short was read without error"
+        ));
+        return;
+    };
+    let damage = Damage::of(&doc, Doc::parse(&input.text).lines.len());
+    if kind == Kind::Crlf {
+        if s != 0 || rows(&got) != rows(clean) {
+            failures.push(format!("{what}: CRLF line endings changed the result"));
+        }
+        return;
+    }
+    match input.fmt {
+        Fmt::PerfLock => check_perf_lock(
+            &rows(clean),
+            headers,
+            &doc,
+            &damage,
+            &rows(&got),
+            s,
+            &what,
+            tally,
+            failures,
+        ),
+        Fmt::Ftrace | Fmt::PerfScript => {
+            let (w0, w1) = (waits(clean), waits(&got));
+            if w0.abs_diff(w1) > s + damage.size() {
+                failures.push(format!(
+                    "{what}: waits {w0} -> {w1}, more than skipped {s} + damaged {}",
+                    damage.size()
+                ));
+            }
+        }
+    }
+}
+
+#[test]
+fn mutation_damaged_inputs_error_or_explain_every_difference() {
+    let rounds: u64 = std::env::var("LOCKCAST_MUTATION_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let inputs = inputs();
+    assert!(inputs.len() > 150, "only {} inputs found", inputs.len());
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    // Two workers: CI has two cores, and each run is a process start plus a small parse.
+    let workers = 2;
+    let results: Vec<(Tally, Vec<String>, u64)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let inputs = &inputs;
+                let dir = dir.path();
+                sc.spawn(move || {
+                    let mut tally = Tally::default();
+                    let mut failures = Vec::new();
+                    let mut clean_inputs = 0u64;
+                    for (k, input) in inputs.iter().enumerate().skip(w).step_by(workers) {
+                        let file = dir.join(format!("clean-{k}"));
+                        std::fs::write(&file, &input.text).unwrap();
+                        let what = format!("{} clean", input.name);
+                        let clean = run(&file, input.fmt, false, &what, &mut failures);
+                        tally.runs += 1;
+                        // A file perf lock or the trace readers reject as a whole (e.g. a
+                        // corpus file kept because it is broken) is mutated from its lenient
+                        // reading instead.
+                        let clean = match clean.json {
+                            Some(j) => j,
+                            None => {
+                                let l = run(&file, input.fmt, true, &what, &mut failures);
+                                tally.runs += 1;
+                                match l.json {
+                                    Some(j) if skipped(&l.stderr) == 0 => j,
+                                    _ => continue,
+                                }
+                            }
+                        };
+                        clean_inputs += 1;
+                        let headers = if input.fmt == Fmt::PerfLock {
+                            header_lines(&file)
+                        } else {
+                            Vec::new()
+                        };
+                        let other = inputs
+                            .iter()
+                            .cycle()
+                            .skip(k * 7 + 3)
+                            .find(|o| o.fmt != input.fmt)
+                            .unwrap();
+                        for round in 0..rounds {
+                            for (n, kind) in KINDS.iter().enumerate() {
+                                let seed = (k as u64) << 20 | round << 8 | n as u64;
+                                check_mutation(
+                                    input,
+                                    other,
+                                    &clean,
+                                    &headers,
+                                    *kind,
+                                    seed,
+                                    dir,
+                                    &mut tally,
+                                    &mut failures,
+                                );
+                            }
+                        }
+                    }
+                    (tally, failures, clean_inputs)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut total = Tally::default();
+    let mut failures = Vec::new();
+    let mut clean_inputs = 0;
+    for (t, f, c) in results {
+        total.runs += t.runs;
+        for (k, n) in t.mutations {
+            *total.mutations.entry(k).or_default() += n;
+        }
+        total.strict_errors += t.strict_errors;
+        total.lenient_ok += t.lenient_ok;
+        total.lenient_errors += t.lenient_errors;
+        total.skipped_lines += t.skipped_lines;
+        total.rows_lost_to_damaged_header += t.rows_lost_to_damaged_header;
+        failures.extend(f);
+        clean_inputs += c;
+    }
+    let n_mut: u64 = total.mutations.values().sum();
+    println!(
+        "mutation: {} inputs ({} usable clean), {n_mut} mutations {:?}, {} runs in {:.1?}",
+        inputs.len(),
+        clean_inputs,
+        total.mutations,
+        total.runs,
+        started.elapsed()
+    );
+    println!(
+        "mutation: strict errors {}, lenient ok {} (skipped {} lines), lenient errors {}, rows lost to a damaged header or an inserted blank line {}, failures {}",
+        total.strict_errors,
+        total.lenient_ok,
+        total.skipped_lines,
+        total.lenient_errors,
+        total.rows_lost_to_damaged_header,
+        failures.len()
+    );
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mutation-failures.txt");
+    std::fs::write(&log, failures.join("\n")).unwrap();
+    println!("mutation: failures listed in {}", log.display());
+    for f in failures.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s), first: {}",
+        failures.len(),
+        failures[0]
+    );
+}
