@@ -155,7 +155,7 @@ pub enum Error {
 
 fn hint(first: &str) -> String {
     if first.is_empty() {
-        " (the input is empty)".to_string()
+        " (the input is empty or holds only blank lines)".to_string()
     } else {
         format!(" (first line: \"{}\")", cut(first, 80))
     }

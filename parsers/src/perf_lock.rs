@@ -359,7 +359,7 @@ enum State {
 /// How many non-row lines may interrupt a table before it is taken as ended. Enough for a
 /// short burst of interleaved output; a paragraph of prose after a table is longer, or ends
 /// with a blank line or the next table's header.
-const MAX_FOREIGN_LINES: usize = 8;
+const MAX_FOREIGN_LINES: usize = 16;
 
 /// Streaming reader of `perf lock` text.
 pub struct Reader<R> {
@@ -367,6 +367,9 @@ pub struct Reader<R> {
     lenient: bool,
     state: State,
     pending: Option<Row>,
+    /// The last row line was skipped as malformed: the `-v` stack lines after it are its own,
+    /// not the previous row's.
+    skip_frames: bool,
     out: VecDeque<Item>,
     label: Option<String>,
     tables: u32,
@@ -386,6 +389,7 @@ impl<R: BufRead> Reader<R> {
             lenient: opts.lenient,
             state: State::Outside,
             pending: None,
+            skip_frames: false,
             out: VecDeque::new(),
             label: None,
             tables: 0,
@@ -448,6 +452,15 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn bad_line(&mut self, d: Diagnostic) -> Result<(), Error> {
+        if matches!(
+            self.state,
+            State::InTable { .. } | State::Interrupted { .. }
+        ) {
+            // A skipped line inside a table may be a row: stack lines after it are not the
+            // previous row's.
+            self.flush_row();
+            self.skip_frames = true;
+        }
         if self.lenient {
             self.diagnostics.push(d);
             Ok(())
@@ -548,7 +561,12 @@ impl<R: BufRead> Reader<R> {
             }
             return Ok(());
         }
-        if let Some(frame) = parse_stack_frame(text) {
+        if let Some(frame) = stack_frame(&header, text) {
+            if self.skip_frames {
+                // A frame of a row that was skipped as malformed.
+                self.state = State::InTable { header, rows };
+                return Ok(());
+            }
             if let Some(row) = self.pending.as_mut() {
                 row.stack.push(frame);
                 self.state = State::InTable { header, rows };
@@ -558,6 +576,7 @@ impl<R: BufRead> Reader<R> {
         match parse_row(&header, line_no, text) {
             Ok(row) => {
                 self.flush_row();
+                self.skip_frames = false;
                 self.pending = Some(row);
                 self.state = State::InTable {
                     header,
@@ -603,8 +622,9 @@ impl<R: BufRead> Reader<R> {
         rows: u64,
         mut held: Vec<(u64, String)>,
     ) -> Result<(), Error> {
-        let resumes = (self.pending.is_some() && parse_stack_frame(text).is_some())
-            || parse_row(&header, line_no, text).is_ok();
+        // A stack line continues the table even with no row before it: its row was damaged.
+        let resumes =
+            stack_frame(&header, text).is_some() || parse_row(&header, line_no, text).is_ok();
         if resumes {
             // The held lines were inside the table: malformed rows.
             self.state = State::InTable { header, rows };
@@ -1153,6 +1173,17 @@ fn looks_like_row(header: &TableHeader, text: &str) -> bool {
         (_, Mode::Lock) => count_values(&toks) >= 2,
         _ => toks.first().is_some_and(|t| is_uint(t.s)),
     }
+}
+
+/// A `-v` stack line, in the tables that have them (`perf lock contention` without `-x`):
+/// `perf lock info -m` rows (`0x…: name`) and their damaged forms are never frames.
+fn stack_frame(header: &TableHeader, text: &str) -> Option<StackFrame> {
+    let has_stacks = matches!(header.style, Style::Units | Style::RawNs)
+        && matches!(
+            header.mode,
+            Mode::Caller | Mode::Task | Mode::Address | Mode::Cgroup
+        );
+    has_stacks.then(|| parse_stack_frame(text)).flatten()
 }
 
 /// `-v` stack line: `"\t\t\t%#lx  %s"`, e.g. `  0xffffffff9d0407c0  _raw_spin_lock+0x30`.

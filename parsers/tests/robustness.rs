@@ -123,3 +123,54 @@ fn prose_paragraph_after_a_table_still_ends_it() {
     assert_eq!(p.tables[0].rows.len(), 18);
     assert_eq!(p.diagnostics.skipped, 0);
 }
+
+/// A damaged first row of a `-v` table: its stack lines used to keep the table "interrupted"
+/// until the window ran out, losing every row; and a damaged later row's stack lines were
+/// appended to the row before it. Now the damaged row is skipped with its own frames.
+#[test]
+fn damaged_row_of_a_verbose_table_takes_its_stack_with_it() {
+    let clean = fixture("captures/micro-16K-r1/contention-v.txt");
+    let c = parse_all(clean.as_bytes(), &Options::default()).unwrap();
+    // The first row (its stack follows it) and the second.
+    let targets = [c.tables[0].rows[0].line, c.tables[0].rows[1].line];
+    assert_eq!(targets, [10, 19]);
+    for damaged_line in targets.map(|l| l as usize) {
+        let mut lines: Vec<String> = clean.lines().map(str::to_string).collect();
+        lines[damaged_line - 1].insert(0, '\0');
+        let text = lines.join("\n") + "\n";
+        let err = parse_all(text.as_bytes(), &Options::default()).unwrap_err();
+        assert_eq!(err.location().map(|l| l.line), Some(damaged_line as u64));
+        let l = parse_all(text.as_bytes(), &lenient()).unwrap();
+        assert_eq!(l.diagnostics.skipped, 1, "line {damaged_line}");
+        let want: Vec<_> = c.tables[0]
+            .rows
+            .iter()
+            .filter(|r| r.line != damaged_line as u64)
+            .collect();
+        let got: Vec<_> = l.tables[0].rows.iter().collect();
+        assert_eq!(got, want, "line {damaged_line}");
+    }
+}
+
+/// `perf lock info -m` cut inside an address (`0xffffa0d8e0`) is a malformed row, not a
+/// `-v` stack frame of the row before it.
+#[test]
+fn info_map_row_cut_inside_its_address_is_malformed() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/corpus/perf-lock/info-map-m.txt"
+    );
+    let path = std::env::var("LOCKCAST_SHARED")
+        .map(|s| format!("{s}/corpus/perf-lock/info-map-m.txt"))
+        .unwrap_or_else(|_| path.to_string());
+    let clean = std::fs::read_to_string(&path).unwrap();
+    let cut = clean.find(" 0xffffa0d8e051cc48").unwrap() + 13;
+    let text = &clean[..cut];
+    assert!(text.ends_with("\n 0xffffa0d8e0"));
+    let l = parse_all(text.as_bytes(), &lenient()).unwrap();
+    assert_eq!(l.tables[0].header.mode, Mode::InfoMap);
+    assert_eq!(l.tables[0].rows.len(), 2);
+    assert!(l.tables[0].rows.iter().all(|r| r.stack.is_empty()));
+    assert_eq!(l.diagnostics.skipped, 1);
+    assert_eq!(l.diagnostics.first[0].location.line, 5);
+}

@@ -249,7 +249,7 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
             let c = t.counts;
             writeln!(
                 out,
-                "{}: {}, {} event(s); contention: {} interval(s), {} nested begin(s), {} orphan end(s), {} unpaired begin(s), {} unusable",
+                "{}: {}, {} event(s); contention: {} interval(s), {} nested begin(s), {} orphan end(s), {} unpaired begin(s), {} unusable, {} backwards end(s)",
                 l.spec.display(),
                 t.format.as_str(),
                 t.events,
@@ -257,7 +257,8 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
                 c.nested_begins,
                 c.orphan_ends,
                 c.unpaired_begins,
-                c.unusable
+                c.unusable,
+                c.backwards
             )?;
             continue;
         }

@@ -94,6 +94,10 @@ pub struct PairingCounts {
     pub unpaired_begins: u64,
     /// Contention events without a timestamp or with an unreadable payload.
     pub unusable: u64,
+    /// Ends stamped earlier than their begin (timestamps going backwards: per-CPU buffers
+    /// merged out of order, a clock reset, a damaged line). Not turned into a wait: a negative
+    /// wait is no wait, and treating it as 0 would hide it in the minimum.
+    pub backwards: u64,
 }
 
 /// Streaming builder of the `contention` table.
@@ -164,6 +168,10 @@ impl Pairer {
                     self.counts.orphan_ends += 1;
                     return;
                 };
+                if ts < p.begin_ns {
+                    self.counts.backwards += 1;
+                    return;
+                }
                 self.counts.intervals += 1;
                 self.source.push(self.current_source.clone());
                 self.begin_line.push(p.line);

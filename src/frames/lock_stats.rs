@@ -176,7 +176,8 @@ pub fn from_contention(df: &DataFrame) -> Result<DataFrame> {
             ..Agg::default()
         });
         a.n += 1;
-        a.total += w;
+        // Saturating: only waits of centuries (hostile timestamps) can reach it.
+        a.total = a.total.saturating_add(w);
         a.max = a.max.max(w);
         a.min = a.min.min(w);
     }

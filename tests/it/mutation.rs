@@ -27,7 +27,9 @@
 //! - a gzip stream cut short is an error in both modes (exit 3 or 4, naming the file).
 //!
 //! The RNG is a seeded xorshift, so a failure names a (file, mutation, seed) that reproduces.
-//! `LOCKCAST_MUTATION_ROUNDS` (default 1) repeats every mutation kind per file with new seeds.
+//! `LOCKCAST_MUTATION_ROUNDS` (default 1) repeats every mutation kind per file with new seeds;
+//! `LOCKCAST_MUTATION_ONLY=PATH-PART` runs only the matching files (same seeds as in a full
+//! run). Failing damaged inputs are kept in `target/tmp/mutation-failed/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -671,6 +673,7 @@ fn check_mutation(
     let file = dir.join(format!("m-{seed}-{}", input.name.replace('/', "_")));
     std::fs::write(&file, &bytes).unwrap();
     let what = format!("{} {kind:?} seed {seed}", input.name);
+    let failures_before = failures.len();
     *tally.mutations.entry(kind).or_default() += 1;
     let strict = run(&file, input.fmt, false, &what, failures);
     let lenient = run(&file, input.fmt, true, &what, failures);
@@ -692,6 +695,30 @@ fn check_mutation(
             }
         }
     }
+    check_results(
+        input, doc, clean, headers, kind, strict, lenient, &what, tally, failures,
+    );
+    if failures.len() > failures_before {
+        // Keep the damaged input for a rerun by hand (`lockcast parse FILE --lenient`).
+        let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mutation-failed");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&file, keep.join(file.file_name().unwrap())).unwrap();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_results(
+    input: &Input,
+    doc: Option<Doc>,
+    clean: &Value,
+    headers: &[u64],
+    kind: Kind,
+    strict: Run,
+    lenient: Run,
+    what: &str,
+    tally: &mut Tally,
+    failures: &mut Vec<String>,
+) {
     let Some(got) = lenient.json else {
         tally.lenient_errors += 1;
         return;
@@ -749,8 +776,16 @@ fn mutation_damaged_inputs_error_or_explain_every_difference() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
-    let inputs = inputs();
+    let mut inputs = inputs();
     assert!(inputs.len() > 150, "only {} inputs found", inputs.len());
+    // Reproduce one file's failures: LOCKCAST_MUTATION_ONLY=part-of-its-path.
+    if let Ok(only) = std::env::var("LOCKCAST_MUTATION_ONLY") {
+        for (k, i) in inputs.iter_mut().enumerate() {
+            if !i.name.contains(&only) {
+                i.name = format!("(skipped {k}) {}", i.name);
+            }
+        }
+    }
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     // Two workers: CI has two cores, and each run is a process start plus a small parse.
@@ -765,6 +800,9 @@ fn mutation_damaged_inputs_error_or_explain_every_difference() {
                     let mut failures = Vec::new();
                     let mut clean_inputs = 0u64;
                     for (k, input) in inputs.iter().enumerate().skip(w).step_by(workers) {
+                        if input.name.starts_with("(skipped") {
+                            continue;
+                        }
                         let file = dir.join(format!("clean-{k}"));
                         std::fs::write(&file, &input.text).unwrap();
                         let what = format!("{} clean", input.name);

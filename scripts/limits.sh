@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Resource limits at full scale (issue 8): peak RSS and wall time of `lockcast parse` on
+# hostile inputs generated here at run time (never committed), from the repo's real captures.
+#   scripts/limits.sh [LOCKCAST_BINARY]      (default: target/release/lockcast, built if missing)
+# Prints one line per case and mode: exit code, peak RSS (MiB), wall time, and the message a
+# user sees (the error, or the first line `parse` prints). tests/it/limits.rs checks the same cases' outcomes at
+# test scale; this script is for the numbers (not run in CI: it writes ~1.9 GB of input).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-${CARGO_TARGET_DIR:-target}/release/lockcast}"
+if [ ! -x "$bin" ]; then
+  cargo build --release --locked
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$work" <<'PY'
+import sys, os
+work = sys.argv[1]
+cap = open("fixtures/captures/micro-16K-r1/contention.txt").read().splitlines()
+ftrace = open("fixtures/ftrace/tracefs-6.18.44-default.txt").read().splitlines()
+
+# 1. One line of 100 MB inside a real table (line 5).
+with open(f"{work}/long-line.txt", "w") as f:
+    f.write("\n".join(cap[:4] + ["9" * (100 << 20)] + cap[4:]) + "\n")
+
+# 2. Only blank lines: 100 MB of newlines (104857600 lines).
+with open(f"{work}/blank.txt", "wb") as f:
+    f.write(b"\n" * (100 << 20))
+
+# 3. 10 million distinct lock names in one perf lock report table (waits decreasing).
+n = 10_000_000
+with open(f"{work}/names.txt", "w") as f:
+    f.write("                Name   acquired  contended     avg wait   total wait     max wait     min wait\n\n")
+    for i in range(n):
+        w = n - i
+        f.write(f"{'lock_%08x' % i:>20} {2:>10} {2:>10} {w:>9} ns {2*w:>9} ns {w:>9} ns {w:>9} ns\n")
+
+# Events of the real ftrace capture repeated with shifted timestamps: 1M begin/end pairs.
+events = [l for l in ftrace if "contention_" in l]
+header = [l for l in ftrace if l.startswith("#")]
+def ts_split(l):
+    head, rest = l.split(": ", 1)
+    before, ts = head.rsplit(" ", 1)
+    return before, float(ts), rest
+reps = 1_000_000 // (len(events) // 2)
+
+# 4. Timestamps going backwards: every end stamped 1 us before its begin.
+with open(f"{work}/backwards.txt", "w") as f:
+    f.write("\n".join(header) + "\n")
+    for r in range(reps):
+        for l in events:
+            before, ts, rest = ts_split(l)
+            ts += r * 10.0
+            if rest.startswith("contention_end"):
+                ts -= 0.001
+            f.write(f"{before} {ts:.6f}: {rest}\n")
+
+# 5. CPU numbers above 4096: each repetition on another CPU, 4097 .. 4097+reps.
+with open(f"{work}/cpus.txt", "w") as f:
+    f.write("\n".join(header) + "\n")
+    for r in range(reps):
+        for l in events:
+            before, ts, rest = ts_split(l)
+            i = before.index("[")
+            j = before.index("]", i)
+            f.write(f"{before[:i]}[{4097 + r}{before[j:]} {ts + r * 10.0:.6f}: {rest}\n")
+PY
+
+printf '%-12s %6s %5s %10s %8s  %s\n' case size exit "rss_MiB" "time_s" "message"
+for c in long-line blank names backwards cpus; do
+  f="$work/$c.txt"
+  size=$(du -m "$f" | cut -f1)M
+  for mode in strict lenient; do
+    flag=(); [ $mode = lenient ] && flag=(--lenient)
+    set +e
+    # Without -o: `parse` still builds the lock_stats table, and prints what it found.
+    /usr/bin/time -v "$bin" parse "$f" "${flag[@]}" >"$work/stdout" 2>"$work/stderr"
+    rc=$?
+    set -e
+    rss=$(grep 'Maximum resident set size' "$work/stderr" | grep -o '[0-9]*$')
+    wall=$(grep 'Elapsed (wall clock)' "$work/stderr" | awk '{print $NF}')
+    msg=$( { grep -m1 '^lockcast:' "$work/stderr" || head -1 "$work/stdout"; } | sed "s#$work/##" | cut -c1-160)
+    printf '%-12s %6s %5s %10s %8s  %s\n' "$c/$mode" "$size" "$rc" "$((rss / 1024))" "$wall" "$msg"
+  done
+done
