@@ -15,7 +15,10 @@ Exit codes:
   1  internal error
   2  usage error (bad options)
   3  bad input: unknown format, malformed line (file:line:col is printed), missing table
-  4  I/O error: a file could not be read or written
+  4  I/O error: a file could not be read or written, a gzip/zstd stream damaged or cut short
+On error nothing is written: outputs go to a temporary file renamed into place when complete.
+--lenient skips malformed lines and prints how many (each skipped line costs at most its own
+row or event); lines over 1 MiB are malformed lines, never buffered.
 
 Examples:
   lockcast parse fixtures/captures/micro-16K-r1/contention.txt

@@ -24,7 +24,8 @@
 //!   number of waits (sum of `contended`) changes by at most S + |D| + |I|: each damaged,
 //!   inserted or skipped line changes at most one begin/end event, hence one wait.
 //! - CRLF line endings change nothing at all (D and I are empty).
-//! - a gzip stream cut short is an error in both modes (exit 3 or 4, naming the file).
+//! - a gzip stream cut short is an error in both modes: exit 4, "gzip stream damaged or cut
+//!   short", naming the file.
 //!
 //! The RNG is a seeded xorshift, so a failure names a (file, mutation, seed) that reproduces.
 //! `LOCKCAST_MUTATION_ROUNDS` (default 1) repeats every mutation kind per file with new seeds;
@@ -678,6 +679,16 @@ fn check_mutation(
     let strict = run(&file, input.fmt, false, &what, failures);
     let lenient = run(&file, input.fmt, true, &what, failures);
     tally.runs += 2;
+    if kind == Kind::GzipCut {
+        for (mode, r) in [("strict", &strict), ("lenient", &lenient)] {
+            if r.code != 4 || !r.stderr.contains("gzip stream damaged or cut short") {
+                failures.push(format!(
+                    "{what} ({mode}): want exit 4 and \"gzip stream damaged or cut short\", got {}: {}",
+                    r.code, r.stderr
+                ));
+            }
+        }
+    }
     if strict.code != 0 {
         tally.strict_errors += 1;
     }
