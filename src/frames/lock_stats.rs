@@ -60,7 +60,9 @@ struct Builder {
     contended: Vec<Option<u64>>,
     waits: [Vec<Option<u64>>; 4],
     errs: [Vec<Option<u64>>; 4],
-    stack: Vec<Series>,
+    /// `-v` call stacks, one list per row. A list builder, not a `Series` per row: a table of
+    /// 10 million rows (mostly without stacks) would spend gigabytes on per-row Series.
+    stack: Option<ListStringChunkedBuilder>,
 }
 
 impl Builder {
@@ -86,18 +88,22 @@ impl Builder {
             self.waits[i].push(t.map(|t| t.ns));
             self.errs[i].push(t.map(|t| t.err_ns));
         }
-        let frames: Vec<&str> = r.stack.iter().map(|f| f.symbol.as_str()).collect();
-        self.stack.push(Series::new(PlSmallStr::EMPTY, frames));
+        self.push_stack(r.stack.iter().map(|f| f.symbol.as_str()));
+    }
+
+    fn push_stack<'a>(&mut self, frames: impl Iterator<Item = &'a str>) {
+        self.stack
+            .get_or_insert_with(|| ListStringChunkedBuilder::new(c::STACK.into(), 0, 0))
+            .append_values_iter(frames);
     }
 
     fn finish(self) -> Result<DataFrame> {
         let height = self.source.len();
         let [avg, total, max, min] = self.waits;
         let [avg_e, total_e, max_e, min_e] = self.errs;
-        let stack = if self.stack.is_empty() {
-            Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String)))
-        } else {
-            Series::new(c::STACK.into(), self.stack)
+        let stack = match self.stack {
+            None => Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String))),
+            Some(mut b) => b.finish().into_series(),
         };
         let cols: Vec<Column> = vec![
             Column::new(c::SOURCE.into(), self.source),
@@ -245,7 +251,6 @@ impl Builder {
             self.waits[i].push(t.map(|t| t.ns));
             self.errs[i].push(t.map(|t| t.err_ns));
         }
-        self.stack
-            .push(Series::new_empty(PlSmallStr::EMPTY, &DataType::String));
+        self.push_stack(std::iter::empty());
     }
 }
