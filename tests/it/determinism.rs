@@ -61,4 +61,23 @@ fn determinism_same_input_same_bytes() {
         .map(|_| run_bytes(&["diff", t, c, "--json"], None))
         .collect();
     assert!(diffs.iter().all(|d| *d == diffs[0]), "trace diff differs");
+    // The what-if replay's bootstrap is seeded: same seed, same interval, same bytes.
+    let capture = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
+    let whatif = |seed: &str| {
+        run_bytes(
+            &[
+                "whatif",
+                "lru-cache",
+                capture,
+                "--json",
+                "--bootstrap",
+                "20",
+                "--seed",
+                seed,
+            ],
+            None,
+        )
+    };
+    let (a, b) = (whatif("7"), whatif("7"));
+    assert!(a.len() > 100 && a == b, "whatif with one seed differs");
 }

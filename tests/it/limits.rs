@@ -66,7 +66,7 @@ fn limits_only_blank_lines_is_unknown_format() {
         stderr(&o)
     );
     // As a trace: read through, nothing found, and that is what is printed.
-    let o = lockcast(&["parse", &file, "--format", "ftrace"]);
+    let o = lockcast(&["parse", &file, "--input-format", "ftrace"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("ftrace, 0 event(s)"), "{}", stdout(&o));
 }

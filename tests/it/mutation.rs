@@ -409,7 +409,7 @@ struct Run {
     json: Option<Value>,
 }
 
-/// Run `lockcast parse FILE --format F [--lenient] -o DIR/out.json` and check the contract
+/// Run `lockcast parse FILE --input-format F [--lenient] -o DIR/out.json` and check the contract
 /// every run must keep: no panic, no hang, output present iff success.
 fn run(file: &Path, fmt: Fmt, lenient: bool, what: &str, failures: &mut Vec<String>) -> Run {
     let dir = tempfile::tempdir().unwrap();
@@ -417,7 +417,7 @@ fn run(file: &Path, fmt: Fmt, lenient: bool, what: &str, failures: &mut Vec<Stri
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockcast"));
     cmd.arg("parse")
         .arg(file)
-        .args(["--format", fmt.arg()])
+        .args(["--input-format", fmt.arg()])
         .arg("-o")
         .arg(&out)
         .stdin(Stdio::null())
@@ -545,7 +545,12 @@ fn waits(v: &Value) -> u64 {
 
 /// Table header lines (1-based) of a clean perf lock file, from `lockcast parse`'s summary.
 fn header_lines(file: &Path) -> Vec<u64> {
-    let o = lockcast(&["parse", &file.to_string_lossy(), "--format", "perf-lock"]);
+    let o = lockcast(&[
+        "parse",
+        &file.to_string_lossy(),
+        "--input-format",
+        "perf-lock",
+    ]);
     stdout(&o)
         .lines()
         .filter_map(|l| {
