@@ -118,7 +118,9 @@ pub struct Pairer {
     wait_ns: Vec<i64>,
     ret: Vec<i32>,
     caller: Vec<Option<String>>,
-    stack: Vec<Series>,
+    /// Call chains, one list per wait: a list builder, not a `Series` per wait (a million
+    /// waits spent ~800 MB on per-row Series).
+    stack: Option<ListStringChunkedBuilder>,
     current_source: String,
 }
 
@@ -186,7 +188,9 @@ impl Pairer {
                 self.wait_ns.push(ts - p.begin_ns);
                 self.ret.push(end.ret);
                 self.caller.push(caller_of(&p.stack).map(str::to_string));
-                self.stack.push(Series::new(PlSmallStr::EMPTY, p.stack));
+                self.stack
+                    .get_or_insert_with(|| ListStringChunkedBuilder::new(c::STACK.into(), 0, 0))
+                    .append_values_iter(p.stack.iter().map(String::as_str));
             }
             _ => {}
         }
@@ -201,10 +205,9 @@ impl Pairer {
     pub fn finish(mut self) -> Result<(DataFrame, PairingCounts)> {
         self.flush_open();
         let height = self.tid.len();
-        let stack = if self.stack.is_empty() {
-            Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String)))
-        } else {
-            Series::new(c::STACK.into(), self.stack)
+        let stack = match self.stack.take() {
+            None => Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String))),
+            Some(mut b) => b.finish().into_series(),
         };
         let cols = vec![
             Column::new(c::SOURCE.into(), self.source),
