@@ -122,6 +122,7 @@ impl TableWriter {
             State::Parquet { tmp, writer } => {
                 writer.finish().map_err(self.ctx())?;
                 drop(writer);
+                super::write::output_mode(tmp.path(), &self.path)?;
                 tmp.persist(&self.path)
                     .map_err(|e| Error::io(self.path.display(), e.error))?;
             }

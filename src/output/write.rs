@@ -60,17 +60,22 @@ pub fn atomic_write(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<()>) -
         f(&mut w)?;
         w.flush().map_err(|e| Error::io(path.display(), e))?;
     }
-    // tempfile creates 0600; an output file should get the usual 0666 minus umask, like any
-    // file a shell redirect creates.
+    output_mode(tmp.path(), path)?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(path.display(), e.error))?;
+    Ok(())
+}
+
+/// tempfile creates 0600; an output file should get the usual 0666 minus umask, like any file
+/// a shell redirect creates. `tmp` is the temporary file, `path` its final name (for errors).
+pub(crate) fn output_mode(tmp: &Path, path: &Path) -> Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = 0o666 & !current_umask();
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
+        fs::set_permissions(tmp, fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(path.display(), e))?;
     }
-    tmp.persist(path)
-        .map_err(|e| Error::io(path.display(), e.error))?;
     Ok(())
 }
 

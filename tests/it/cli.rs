@@ -274,3 +274,74 @@ fn cli_every_perf_lock_corpus_file_parses() {
         "{s}"
     );
 }
+
+#[test]
+fn cli_output_files_get_0666_minus_umask_not_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .expect("umask in /proc/self/status");
+    let input = fixture("replay/micro-64K-r1/script-ns.txt.gz");
+    for (args, name) in [
+        (
+            vec![
+                "parse",
+                "fixtures/captures/micro-16K-r1/contention.txt",
+                "-o",
+            ],
+            "a.csv",
+        ),
+        (
+            vec![
+                "parse",
+                input.to_str().unwrap_or_default(),
+                "--table",
+                "events",
+                "--to",
+                "parquet",
+                "-o",
+            ],
+            "ev",
+        ),
+    ] {
+        let out = dir.path().join(name);
+        let mut a = args.clone();
+        let o = out.to_string_lossy().into_owned();
+        a.push(&o);
+        let r = lockcast(&a);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let files: Vec<_> = if out.is_dir() {
+            walk(&out)
+        } else {
+            vec![out.clone()]
+        };
+        assert!(!files.is_empty());
+        for f in files {
+            let mode = std::fs::metadata(&f)
+                .expect("metadata")
+                .permissions()
+                .mode()
+                & 0o777;
+            assert_eq!(mode, 0o666 & !umask, "{}", f.display());
+        }
+    }
+}
+
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(d).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            v.extend(walk(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v
+}
