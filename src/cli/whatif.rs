@@ -56,34 +56,8 @@ pub fn whatif(a: WhatifArgs) -> Result<()> {
 
 pub fn validate(a: ValidateArgs) -> Result<()> {
     let mut set = parse_set(&a.engine.set)?;
-    let after = whatif::trace::read(&a.after, a.engine.lenient)?;
-    // folio-size: the target size and time scale come from the AFTER capture's meta file
-    if a.policy == "folio-size" {
-        if !set.contains_key("folio_kb") {
-            let kb = whatif::context(&after).folio_kb.ok_or_else(|| {
-                Error::Usage(format!(
-                    "{}: no meta file with mthp_size; pass --set folio_kb=N",
-                    a.after
-                ))
-            })?;
-            set.insert("folio_kb".into(), kb.to_string());
-        }
-        if !set.contains_key("time_scale") && !set.contains_key("target_duration_ns") {
-            if let Some(d) = after.meta_f64("untraced_duration_ns") {
-                set.insert("target_duration_ns".into(), d.to_string());
-            }
-        }
-    }
+    let measured_after = read_after(&a.after, &a.policy, &mut set, &a.engine)?;
     let o = engine(&a.policy, &a.base, &set, &a.engine)?;
-    let rec = whatif::reconstruct::reconstruct(&after, &reconstruct_opts(&a.engine))?;
-    let measured_after = Metrics {
-        acquisitions: rec.holds.len() as u64,
-        contended: rec.measured_contended,
-        total_wait_ns: rec.measured_wait_ns,
-        max_wait_ns: rec.measured_max_wait_ns,
-        all_wait_ns: rec.measured_wait_ns,
-        slowpath: rec.measured_contended,
-    };
     let out = render_outcome(&o, Some((&a.after, &measured_after)), &a.engine)?;
     io::stdout().write_all(out.as_bytes())?;
     Ok(())
@@ -100,6 +74,34 @@ fn is_table(spec: &str) -> Result<bool, Error> {
     let mut r = lockcast::input::open(&path)?;
     let f = detect::detect(&mut r).map_err(|e| Error::io(&path, e))?;
     Ok(matches!(f, Some(Format::PerfLock) | None))
+}
+
+/// Read the AFTER capture of `validate`: what it measured, and for folio-size the target size
+/// and untraced run time from its meta file (unless `--set` gives them).
+fn read_after(
+    path: &str,
+    policy: &str,
+    set: &mut BTreeMap<String, String>,
+    e: &EngineOpts,
+) -> Result<Metrics, Error> {
+    let after = whatif::trace::read(path, e.lenient)?;
+    if policy == "folio-size" {
+        if !set.contains_key("folio_kb") {
+            let kb = whatif::context(&after).folio_kb.ok_or_else(|| {
+                Error::Usage(format!(
+                    "{path}: no meta file with mthp_size; pass --set folio_kb=N"
+                ))
+            })?;
+            set.insert("folio_kb".into(), kb.to_string());
+        }
+        if !set.contains_key("time_scale") && !set.contains_key("target_duration_ns") {
+            if let Some(d) = after.meta_f64("untraced_duration_ns") {
+                set.insert("target_duration_ns".into(), d.to_string());
+            }
+        }
+    }
+    let rec = whatif::reconstruct::reconstruct(&after, &reconstruct_opts(e))?;
+    Ok(whatif::measured(&rec))
 }
 
 fn render_outcome(o: &Outcome, after: Option<(&str, &Metrics)>, e: &EngineOpts) -> Result<String> {
@@ -455,22 +457,9 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<Str
         "\n== 5. Validation: predict the 4K run from the 16K capture, compare with the real 4K capture"
     )?;
     let after_path = f("replay/micro-4K-r1/script-ns.txt.gz");
-    let after = whatif::trace::read(&after_path, false)?;
     let mut set = BTreeMap::new();
-    set.insert("folio_kb".to_string(), "4".to_string());
-    if let Some(d) = after.meta_f64("untraced_duration_ns") {
-        set.insert("target_duration_ns".to_string(), d.to_string());
-    }
+    let m = read_after(&after_path, "folio-size", &mut set, &engine_opts)?;
     let v = engine("folio-size", &base, &set, &engine_opts)?;
-    let rec = whatif::reconstruct::reconstruct(&after, &Default::default())?;
-    let m = Metrics {
-        acquisitions: rec.holds.len() as u64,
-        contended: rec.measured_contended,
-        total_wait_ns: rec.measured_wait_ns,
-        max_wait_ns: rec.measured_max_wait_ns,
-        all_wait_ns: rec.measured_wait_ns,
-        slowpath: rec.measured_contended,
-    };
     write!(stdout, "{}", outcome_text(&v, Some((&after_path, &m))))?;
     let j = outcome_json(&v, Some((&after_path, &m)));
     write_json(&out.join("validate-folio-size-16K-to-4K.json"), &j)?;

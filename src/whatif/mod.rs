@@ -318,14 +318,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             cal.n_add_window
         ));
     }
-    let measured = Metrics {
-        acquisitions: rec.holds.len() as u64,
-        contended: rec.measured_contended,
-        total_wait_ns: rec.measured_wait_ns,
-        max_wait_ns: rec.measured_max_wait_ns,
-        all_wait_ns: rec.measured_wait_ns,
-        slowpath: rec.measured_contended,
-    };
+    let measured = measured(&rec);
     Ok(Outcome {
         policy: policy.name().to_string(),
         params: policy.describe(),
@@ -343,6 +336,19 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         sensitivity,
         notes,
     })
+}
+
+/// What a capture measured, in replay terms: acquisitions = reconstructed holds, contended and
+/// waits = traced waits on the lock (only traced waits are seen, so all = traced).
+pub fn measured(rec: &Reconstruction) -> Metrics {
+    Metrics {
+        acquisitions: rec.holds.len() as u64,
+        contended: rec.measured_contended,
+        total_wait_ns: rec.measured_wait_ns,
+        max_wait_ns: rec.measured_max_wait_ns,
+        all_wait_ns: rec.measured_wait_ns,
+        slowpath: rec.measured_contended,
+    }
 }
 
 /// Name of an observation rule as on the command line.
