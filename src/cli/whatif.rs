@@ -407,6 +407,17 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         id.pages_added, id.folios_added, id.add_holds_measured, id.add_holds_rule,
         id.drains_full, id.drains_large, id.drains_explicit, id.free_holds, id.free_holds_rule
     );
+    if !id.drain_sites.is_empty() {
+        let sites: Vec<String> = id
+            .drain_sites
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        s += &format!(
+            "explicit drains by caller of lru_add_drain: {}\n",
+            sites.join(", ")
+        );
+    }
     s += "sensitivity (contended, total wait):\n";
     for x in &o.sensitivity {
         s += &format!(

@@ -94,6 +94,9 @@ pub struct Identities {
     pub drains_explicit: u64,
     /// Inserted folios whose allocation is not in the trace (order taken as 0).
     pub unknown_order: u64,
+    /// Explicit drains by caller of `lru_add_drain*()`, when the capture has call chains
+    /// (`perf record -g`).
+    pub drain_sites: BTreeMap<String, u64>,
 }
 
 /// One row of the sensitivity table: a calibration choice changed, everything else fixed.
@@ -171,7 +174,6 @@ pub fn context(t: &Trace) -> Context {
             .meta
             .get("mthp_size")
             .and_then(|s| s.trim_end_matches(['K', 'k']).parse().ok()),
-        drain_sites: t.sites.clone(),
     }
 }
 
@@ -290,7 +292,18 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         }
     }
 
-    let identities = identities(&rec, &cal, ctx)?;
+    let mut identities = identities(&rec, &cal, ctx)?;
+    for h in rec
+        .holds
+        .iter()
+        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Explicit)
+    {
+        let name = t.sites.get(h.site as usize).map_or(
+            "no lru_add_drain in the call chain (or none captured)",
+            String::as_str,
+        );
+        *identities.drain_sites.entry(name.to_string()).or_default() += 1;
+    }
     let mut notes = Vec::new();
     if t.ts_res_ns > 1 {
         notes.push(format!(

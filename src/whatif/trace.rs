@@ -75,8 +75,6 @@ pub struct Trace {
     pub locks: Vec<String>,
     /// Drain sites (caller of `lru_add_drain*()`), indexed by `Kind::Insert::site`.
     pub sites: Vec<String>,
-    /// Insertions that carried a call chain.
-    pub insertions_with_chain: u64,
     /// Coarsest timestamp resolution seen (1 = ns, 1000 = µs).
     pub ts_res_ns: u32,
     /// Events of other kinds, ignored.
@@ -122,7 +120,6 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         events: Vec::new(),
         locks: Vec::new(),
         sites: Vec::new(),
-        insertions_with_chain: 0,
         ts_res_ns: 1,
         other_events: 0,
         slowpath_seen: None,
@@ -213,14 +210,9 @@ fn add_event(
         }
         "mm_lru_insertion" => {
             let p = payload::lru_insertion(&e.payload).map_err(|x| bad("mm_lru_insertion", x))?;
-            let site = if e.callchain.is_empty() {
-                NO_SITE
-            } else {
-                t.insertions_with_chain += 1;
-                match drain_site(&e.callchain) {
-                    Some(name) => intern(site_ids, &mut t.sites, name),
-                    None => NO_SITE,
-                }
+            let site = match drain_site(&e.callchain) {
+                Some(name) => intern(site_ids, &mut t.sites, name),
+                None => NO_SITE,
             };
             Kind::Insert { pfn: p.pfn, site }
         }

@@ -39,8 +39,6 @@ pub struct Context {
     pub untraced_duration_ns: Option<f64>,
     /// mTHP size of the capture in KiB (meta `mthp_size`).
     pub folio_kb: Option<u64>,
-    /// Callers of `lru_add_drain*()` seen in the capture's call chains (`trace::Trace::sites`).
-    pub drain_sites: Vec<String>,
 }
 
 /// A patch's effect on lock requests.
