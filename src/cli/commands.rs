@@ -378,18 +378,7 @@ fn opt_num(v: Option<u64>) -> String {
 }
 
 fn summary_text(s: &TableSummary) -> String {
-    let mut text = format!(
-        "{}#{}{}: {} rows, {} groups by {}\n",
-        s.source,
-        s.block,
-        s.label
-            .as_ref()
-            .map(|l| format!(" ({l})"))
-            .unwrap_or_default(),
-        s.input_rows,
-        s.groups,
-        s.by.field()
-    );
+    let mut text = lockcast::output::formats::table_title(s) + "\n";
     let has_acq = s.total.acquired.is_some();
     let mut headers = vec![(s.by.field(), Align::Left)];
     if has_acq {

@@ -93,7 +93,8 @@ fn summary_sheet(s: &TableSummary, with_total: bool) -> Sheet {
     Sheet { columns, rows }
 }
 
-fn table_title(s: &TableSummary) -> String {
+/// `source#block (label): N rows, G groups by FIELD`, the line above every report table.
+pub fn table_title(s: &TableSummary) -> String {
     format!(
         "{}#{}{}: {} rows, {} groups by {}",
         s.source,

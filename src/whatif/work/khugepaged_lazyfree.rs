@@ -22,6 +22,7 @@
 //! so every scan of it after the `MADV_FREE` is a lazyfree scan (no re-dirtying assumed: the
 //! cold task does not touch its memory again).
 
+use super::round3;
 use std::collections::{BTreeMap, HashMap};
 
 use lockcast_parsers::mm_payload::{self, MADV_FREE, MADV_HUGEPAGE};
@@ -521,8 +522,4 @@ impl WorkPolicy for KhugepagedLazyfree {
             notes,
         })
     }
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }

@@ -23,6 +23,7 @@
 //! A capture with discards and no splits (patched side) is predicted backwards only with the
 //! split and PTE-unmap costs given (`--set c_split_ns=… c_pte_unmap_ns=…`).
 
+use super::round3;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
@@ -306,8 +307,4 @@ impl WorkPolicy for LazyfreeThp {
             notes,
         })
     }
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }

@@ -79,6 +79,11 @@ impl WorkOutcome {
     }
 }
 
+/// Rounded to 3 decimals for JSON (ratios and shares; more digits are noise here).
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
 fn num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
