@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 
 use lockcast::output::sheet::{Cell, Column, Sheet};
-use lockcast::output::table::{render, Align};
+use lockcast::output::table::Align;
 use lockcast::units::perf_time;
 use lockcast::whatif::des::Metrics;
 use lockcast::whatif::trace::Observation;
@@ -169,6 +169,23 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
     }
     if let Some((_, m)) = after {
         rows.push(row("measured after", "after", m));
+        // (predicted − measured) / measured: percent for people, the fraction for programs
+        let err = |p: f64, m: f64| {
+            if m == 0.0 {
+                Cell::new("-", "")
+            } else {
+                let e = (p - m) / m;
+                Cell::new(format!("{:+.1}%", e * 100.0), format!("{e:.4}"))
+            }
+        };
+        let p = &o.predicted;
+        rows.push(vec![
+            Cell::new("error", "error"),
+            err(p.acquisitions as f64, m.acquisitions as f64),
+            err(p.contended as f64, m.contended as f64),
+            err(p.total_wait_ns as f64, m.total_wait_ns as f64),
+            err(p.avg_wait_ns(), m.avg_wait_ns()),
+        ]);
     }
     Sheet { columns, rows }
 }
@@ -328,64 +345,7 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         whatif::obs_name(o.observation),
         o.observation_source
     );
-    let row = |name: &str, m: &Metrics| -> Vec<String> {
-        vec![
-            name.to_string(),
-            m.acquisitions.to_string(),
-            m.contended.to_string(),
-            perf_time(m.total_wait_ns.max(0) as u64),
-            perf_time(m.avg_wait_ns().round() as u64),
-        ]
-    };
-    let mut rows = vec![
-        row("measured", &o.measured),
-        row("replayed (no change)", &o.replayed),
-        row(&format!("predicted ({})", o.policy), &o.predicted),
-    ];
-    rows.push(vec![
-        "  interval".into(),
-        format!(
-            "{}..{}",
-            o.interval.low.acquisitions, o.interval.high.acquisitions
-        ),
-        format!(
-            "{}..{}",
-            o.interval.low.contended, o.interval.high.contended
-        ),
-        format!(
-            "{}..{}",
-            perf_time(o.interval.low.total_wait_ns.max(0) as u64),
-            perf_time(o.interval.high.total_wait_ns.max(0) as u64)
-        ),
-        String::new(),
-    ]);
-    if let Some((_, m)) = after {
-        rows.push(row("measured after", m));
-        let pct = |p: f64, m: f64| {
-            if m == 0.0 {
-                "-".to_string()
-            } else {
-                format!("{:+.1}%", (p - m) / m * 100.0)
-            }
-        };
-        rows.push(vec![
-            "  error".into(),
-            pct(o.predicted.acquisitions as f64, m.acquisitions as f64),
-            pct(o.predicted.contended as f64, m.contended as f64),
-            pct(o.predicted.total_wait_ns as f64, m.total_wait_ns as f64),
-            pct(o.predicted.avg_wait_ns(), m.avg_wait_ns()),
-        ]);
-    }
-    s += &render(
-        &[
-            ("", Align::Left),
-            ("acquisitions", Align::Right),
-            ("contended", Align::Right),
-            ("total wait", Align::Right),
-            ("avg wait", Align::Right),
-        ],
-        &rows,
-    );
+    s += &outcome_sheet(o, after).text();
     s += &format!(
         "\n  reduction (replayed/predicted): contended {}, total wait {}\n",
         opt_ratio(o.ratio_contended()),

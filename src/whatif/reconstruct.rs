@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::trace::{Kind, Trace};
+use super::trace::{Kind, MmEvent, Trace, NO_SITE};
 use crate::error::{Error, Result};
 
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
@@ -221,9 +221,6 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         let cur = open.entry(e.cpu).or_default();
         match e.kind {
             Kind::Insert { pfn, site } => {
-                let extend = cur.side == Some(Side::Add)
-                    && e.ts - cur.last_ts <= g_insert
-                    && holds[cur.idx].folios < FOLIO_BATCH;
                 let (order, fts, fcpu) = match alloc.get(&pfn) {
                     Some(&(ord, ts, c)) => (ord, ts, c),
                     None => {
@@ -231,36 +228,25 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         (0, e.ts, e.cpu)
                     }
                 };
-                if !extend {
-                    let traced = take_pending(&mut pending, e.cpu);
-                    holds.push(Hold {
-                        cpu: e.cpu,
-                        side: Side::Add,
-                        folios: 0,
-                        pages: 0,
-                        first_ts: e.ts,
-                        last_ts: e.ts,
-                        traced,
-                        trigger: Trigger::Explicit,
-                        last_fault: None,
-                        site,
-                    });
-                    cur.side = Some(Side::Add);
-                    cur.idx = holds.len() - 1;
-                }
-                let h = &mut holds[cur.idx];
-                h.folios += 1;
-                h.pages += 1u64 << order;
-                h.last_ts = e.ts;
+                let hi = hold_for(
+                    &mut holds,
+                    cur,
+                    &mut pending,
+                    e,
+                    Side::Add,
+                    site,
+                    g_insert,
+                    order,
+                );
+                let h = &mut holds[hi];
                 h.last_fault = Some(faults.len());
                 faults.push(Fault {
                     cpu: fcpu,
                     ts: fts,
                     order,
-                    hold: cur.idx,
+                    hold: hi,
                     freed_in: None,
                 });
-                cur.last_ts = e.ts;
                 on_lru.insert(pfn, faults.len() - 1);
             }
             Kind::Free { pfn, order } => {
@@ -271,32 +257,17 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     continue;
                 };
                 alloc.remove(&pfn);
-                let extend = cur.side == Some(Side::Free)
-                    && e.ts - cur.last_ts <= g_free
-                    && holds[cur.idx].folios < FOLIO_BATCH;
-                if !extend {
-                    let traced = take_pending(&mut pending, e.cpu);
-                    holds.push(Hold {
-                        cpu: e.cpu,
-                        side: Side::Free,
-                        folios: 0,
-                        pages: 0,
-                        first_ts: e.ts,
-                        last_ts: e.ts,
-                        traced,
-                        trigger: Trigger::Explicit,
-                        last_fault: None,
-                        site: super::trace::NO_SITE,
-                    });
-                    cur.side = Some(Side::Free);
-                    cur.idx = holds.len() - 1;
-                }
-                faults[fault].freed_in = Some(cur.idx);
-                let h = &mut holds[cur.idx];
-                h.folios += 1;
-                h.pages += 1u64 << order;
-                h.last_ts = e.ts;
-                cur.last_ts = e.ts;
+                let hi = hold_for(
+                    &mut holds,
+                    cur,
+                    &mut pending,
+                    e,
+                    Side::Free,
+                    NO_SITE,
+                    g_free,
+                    order,
+                );
+                faults[fault].freed_in = Some(hi);
             }
             Kind::Alloc { pfn, order } => {
                 cur.side = None;
@@ -358,6 +329,46 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         cpus,
         span,
     })
+}
+
+/// The hold an insertion or free belongs to: the CPU's open hold of `side` when the event
+/// continues it (nothing else on that CPU in between, gap ≤ `gap`, fewer than 31 folios), else a
+/// new one, which takes the CPU's finished traced wait. The folio is counted in.
+#[allow(clippy::too_many_arguments)]
+fn hold_for(
+    holds: &mut Vec<Hold>,
+    cur: &mut Open,
+    pending: &mut HashMap<u32, Pending>,
+    e: &MmEvent,
+    side: Side,
+    site: u32,
+    gap: i64,
+    order: u8,
+) -> usize {
+    let extend =
+        cur.side == Some(side) && e.ts - cur.last_ts <= gap && holds[cur.idx].folios < FOLIO_BATCH;
+    if !extend {
+        holds.push(Hold {
+            cpu: e.cpu,
+            side,
+            folios: 0,
+            pages: 0,
+            first_ts: e.ts,
+            last_ts: e.ts,
+            traced: take_pending(pending, e.cpu),
+            trigger: Trigger::Explicit,
+            last_fault: None,
+            site,
+        });
+        cur.side = Some(side);
+        cur.idx = holds.len() - 1;
+    }
+    let h = &mut holds[cur.idx];
+    h.folios += 1;
+    h.pages += 1u64 << order;
+    h.last_ts = e.ts;
+    cur.last_ts = e.ts;
+    cur.idx
 }
 
 fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64)> {
