@@ -106,7 +106,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lockcast", default=None)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "whatif-validation.md"))
-    ap.add_argument("--bootstrap", default="100")
+    ap.add_argument("--bootstrap", default="50")
     a = ap.parse_args()
     binary = a.lockcast or find_lockcast()
     out = []
