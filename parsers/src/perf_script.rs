@@ -350,11 +350,16 @@ struct Header<'a> {
 impl Header<'_> {
     fn into_event(self, line: u64) -> Event {
         let (system, name) = split_event(self.event);
-        let payload = self.rest.to_string();
         // HW/SW samples without -g print `ip sym (dso)` on the header line: that is their stack.
-        let callchain = match (system, parse_frame(self.rest)) {
-            (None, Some((f, true))) => vec![f],
-            _ => Vec::new(),
+        // So does a tracepoint recorded with `/call-graph=no/` in a session where other events
+        // have call chains: the frame follows the payload and is not part of it.
+        let (payload, callchain) = match (system, parse_frame(self.rest)) {
+            (None, Some((f, true))) => (self.rest.to_string(), vec![f]),
+            (Some(_), _) => match split_trailing_frame(self.rest) {
+                Some((p, f)) => (p.to_string(), vec![f]),
+                None => (self.rest.to_string(), Vec::new()),
+            },
+            _ => (self.rest.to_string(), Vec::new()),
         };
         Event {
             line,
@@ -373,6 +378,26 @@ impl Header<'_> {
             source: Source::PerfScript,
         }
     }
+}
+
+/// A tracepoint payload followed by ` <hex ip> <sym>[+0xoff] (<dso>)` (perf script prints the
+/// sample's ip there when the event has no call chain but the session has some): the payload
+/// without it, and the frame. Only the last three or so tokens are tried, and the frame must
+/// have a `(dso)`, so payloads that merely end in a parenthesis stay whole.
+fn split_trailing_frame(rest: &str) -> Option<(&str, Frame)> {
+    if !rest.ends_with(')') {
+        return None;
+    }
+    let toks = tokens(rest);
+    for &(start, tok) in toks.iter().rev().skip(1).take(4) {
+        if start == 0 || !tok.bytes().all(|b| b.is_ascii_hexdigit()) || tok.len() < 6 {
+            continue;
+        }
+        if let Some((f, true)) = parse_frame(&rest[start..]) {
+            return Some((rest[..start].trim_end(), f));
+        }
+    }
+    None
 }
 
 /// Whitespace-separated tokens with their byte offsets.
@@ -670,6 +695,42 @@ mod tests {
             offset,
             dso: dso.map(Into::into),
         }
+    }
+
+    /// Lines of fixtures/fbatch/churn-4K-r1/script-ns.txt.gz: `perf record -g` with
+    /// `kmem:mm_page_free/call-graph=no/`, so the free's ip is printed after its payload, while
+    /// the madvise event on the line before carries a real call chain.
+    #[test]
+    fn tracepoint_ip_after_payload_is_a_frame_not_payload() {
+        let text = "foliochurn  9934 [001]  9123.032019796: syscalls:sys_enter_madvise: start: 0x7f08968bb000, len_in: 0x00010000, behavior: 0x00000004\n\
+\t          101b07 __madvise+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\
+\t               0 [unknown] ([unknown])\n\n\
+      foliochurn  9933 [000]  9123.032021033:         kmem:mm_page_alloc: page=0x509a22 pfn=0x509a22 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP ffffffff8161f78b __alloc_frozen_pages_noprof+0x26b ([kernel.kallsyms])\n\
+ sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n";
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        assert_eq!(evs.len(), 3);
+        assert_eq!(
+            evs[0].payload,
+            "start: 0x7f08968bb000, len_in: 0x00010000, behavior: 0x00000004"
+        );
+        assert_eq!(evs[0].callchain.len(), 2);
+        assert_eq!(
+            evs[1].payload,
+            "page=0x509a22 pfn=0x509a22 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP"
+        );
+        assert_eq!(
+            evs[1].callchain,
+            vec![frame(
+                0xffffffff8161f78b,
+                "__alloc_frozen_pages_noprof",
+                Some(0x26b),
+                Some("[kernel.kallsyms]")
+            )]
+        );
+        // a payload that merely ends in a parenthesis keeps it
+        assert_eq!(evs[2].payload, "0xc00000c80904ef00 (flags=SPIN)");
+        assert!(evs[2].callchain.is_empty());
     }
 
     // ---- nom token parsers: value and leftover ----

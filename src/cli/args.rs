@@ -83,6 +83,23 @@ Policies (parameters with --set key=value):
                batch_page_cap=31 drain_rule=after-add|before-add (the interval covers both rules)
   folio-size   the same workload at another mTHP size: folio_kb=N, and time_scale=X or
                target_duration_ns=N (untraced run time at the target size; default scale 1)
+  fbatch-drain Hugh Dickins' mm/fbatch series (batched folios keep PG_lru, drains go):
+               dead_on_batch_takes_lock=true (as posted: a folio discarded while still on a
+               per-CPU batch takes lru_lock in __page_cache_release at unmap) | false (with the
+               lru_add_del_folio() fix); removed_sites=all|none|SITE,... (all = every drain site
+               but kept_sites, default page_alloc_cpu_dead,lru_cache_disable,compact_nodes,
+               proactive_compact_node,sysctl_compaction_handler,lru_add_drain_per_cpu);
+               remove_unknown_sites=false (explicit drains with no call chain);
+               baseline_prefree=false (true is refused: a pre-free kernel hides dead folios)
+  dead-prefree JP Kobryn's pre-free of dead folios at drain time (the fbatch report's baseline)
+  fbatch-drain and dead-prefree need to know when folios die: record
+  syscalls:sys_enter_madvise and syscalls:sys_exit_madvise too. Drain sites come from call chains
+  on pagemap:mm_lru_insertion (perf record -g); without them explicit drains have no site and
+  are kept unless remove_unknown_sites=true. The text report's \"by path\" table splits waits
+  into folio_batch_move_lru, the __page_cache_release after a drain, and the one at unmap, as
+  perf lock contention's caller rows (needs -g on lock:contention_begin).
+  fixtures/capture-fbatch.sh records all of it at low overhead (-g with call-graph=no on the
+  per-folio events).
 
 The capture: an event trace with nanosecond timestamps of lock:contention_begin,
 lock:contention_end, pagemap:mm_lru_insertion, kmem:mm_page_alloc and kmem:mm_page_free.
@@ -101,6 +118,9 @@ Examples:
   lockcast whatif lru-cache capture.txt --set drain_rule=before-add --json
   lockcast whatif folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz --set folio_kb=4
   lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20
+  lockcast whatif fbatch-drain fixtures/fbatch/churn-4K-r1/script-ns.txt.gz
+  lockcast whatif fbatch-drain fixtures/fbatch/churn-4K-r1/script-ns.txt.gz --set dead_on_batch_takes_lock=false
+  lockcast whatif dead-prefree fixtures/fbatch/churn-4K-r1/script-ns.txt.gz
 
 What-ifs of patches that remove work (not lock timing): CAPTURE is a directory written by
 fixtures/capture-lazyfree.sh.
@@ -178,7 +198,8 @@ pub struct EngineOpts {
 /// `lockcast whatif`.
 #[derive(Debug, Args)]
 pub struct WhatifArgs {
-    /// Policy: baseline, lru-cache, folio-size, lazyfree-thp, khugepaged-lazyfree.
+    /// Policy: baseline, lru-cache, folio-size, fbatch-drain, dead-prefree, lazyfree-thp,
+    /// khugepaged-lazyfree.
     pub policy: String,
     /// Baseline capture (event trace, or a perf lock table for the closed-form model).
     pub capture: String,

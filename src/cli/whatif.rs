@@ -323,9 +323,42 @@ pub fn outcome_json(o: &Outcome, after: Option<(&str, &Metrics)>) -> Value {
         "rows": [row],
         "calibration": o.calibration,
         "identities": o.identities,
+        "by_path": o.by_path,
         "sensitivity": o.sensitivity,
         "notes": o.notes,
     })
+}
+
+/// The by-path table: what `perf lock contention` prints per caller, measured and replayed,
+/// and each path's lock time as a share of the CPUs' busy time.
+fn path_text(o: &Outcome) -> String {
+    // only worth a table when the capture tells paths apart
+    if o.by_path.len() < 2 {
+        return String::new();
+    }
+    let mut s = format!(
+        "
+by path (contended / total wait; lock time = waits + holds, % of busy CPU time):
+  {:<36} {:>17} {:>26} {:>26}
+",
+        "path", "measured", "replayed", "predicted"
+    );
+    for r in &o.by_path {
+        s += &format!(
+            "  {:<36} {:>6} {:>10} {:>6} {:>10} {:>6.2}% {:>6} {:>10} {:>6.2}%
+",
+            r.via.as_str(),
+            r.measured_contended,
+            perf_time(r.measured_wait_ns.max(0) as u64),
+            r.replayed.contended,
+            perf_time(r.replayed.total_wait_ns.max(0) as u64),
+            r.replayed_share_pct,
+            r.predicted.contended,
+            perf_time(r.predicted.total_wait_ns.max(0) as u64),
+            r.predicted_share_pct,
+        );
+    }
+    s
 }
 
 fn opt_ratio(r: Option<f64>) -> String {
@@ -367,6 +400,14 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         id.pages_added, id.folios_added, id.add_holds_measured, id.add_holds_rule,
         id.drains_full, id.drains_large, id.drains_explicit, id.free_holds, id.free_holds_rule
     );
+    s += &path_text(o);
+    if id.dead_on_batch > 0 || id.release_folios > 0 {
+        s += &format!(
+            "dead on the batch: {} folios were discarded by their task before a drain put them on the LRU; \
+             {} folios freed by {} post-drain release holds\n",
+            id.dead_on_batch, id.release_folios, id.release_holds
+        );
+    }
     if !id.drain_sites.is_empty() {
         let sites: Vec<String> = id
             .drain_sites

@@ -165,9 +165,14 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 last_insert.insert(e.cpu, e.ts);
                 last_kind_insert.insert(e.cpu, true);
             }
-            Kind::Begin { lock: l } if l == lock => {
+            Kind::Begin { lock: l, .. } if l == lock => {
                 begin.insert(e.cpu, e.ts);
-                last_kind_insert.insert(e.cpu, false);
+                // A holder that asks again right after its drain (to relock for the folios
+                // that died on its batch) still ended its hold at its last insertion: keep it
+                // visible to the waiter's contention_end.
+                if last_kind_insert.get(&e.cpu) != Some(&true) {
+                    last_kind_insert.insert(e.cpu, false);
+                }
             }
             Kind::End { lock: l } if l == lock => {
                 last_kind_insert.insert(e.cpu, false);
@@ -197,9 +202,14 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                     .iter()
                     .find(|&&(_, hi)| r.holds[hi].cpu != e.cpu)
                 {
-                    if ts - b < NEAR && ts >= e.ts - NEAR {
+                    // the waiter came before the hold's first event and was granted at its end
+                    // (a drain of 31 traced insertions lasts well over NEAR)
+                    if ts - b < NEAR && e.ts <= r.holds[hi].last_ts + NEAR {
                         match r.holds[hi].side {
-                            Side::Add => s.arrived_before_insert.push(true),
+                            Side::Add => {
+                                s.arrived_before_insert.push(true);
+                                s.end_after_insert.push((e.ts - r.holds[hi].last_ts) as f64);
+                            }
                             Side::Free => s.end_before_free.push((e.ts - ts) as f64),
                         }
                     }

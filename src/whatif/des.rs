@@ -13,7 +13,7 @@
 
 use super::calibrate::Calibration;
 use super::policy::Request;
-use super::trace::Observation;
+use super::trace::{Observation, Via};
 
 /// What a replay counts (the same quantities `perf lock contention` prints, for one lock).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
@@ -43,9 +43,59 @@ impl Metrics {
     }
 }
 
+/// One path's share of a replay (requests grouped by [`Request::via`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct PathMetrics {
+    /// Lock acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions the tracepoint would report as contended.
+    pub contended: u64,
+    /// Sum of traced waits, ns.
+    pub total_wait_ns: i64,
+    /// Waits of every slowpath, ns.
+    pub all_wait_ns: i64,
+    /// Time the lock was held, ns.
+    pub hold_ns: i64,
+}
+
+/// A replay with its breakdown by path and each CPU's finishing time.
+#[derive(Debug, Clone, Default)]
+pub struct Detailed {
+    /// All requests.
+    pub total: Metrics,
+    /// By path.
+    pub by_via: std::collections::BTreeMap<Via, PathMetrics>,
+    /// Per CPU: real time of its last release (virtual end of stream + its lock time).
+    pub end_ns: Vec<i64>,
+    /// Per CPU: virtual time of its first request.
+    pub start_ns: Vec<i64>,
+}
+
+impl Detailed {
+    /// CPU time the replayed CPUs spent from their first request to their last release, ns.
+    pub fn busy_ns(&self) -> i64 {
+        self.end_ns
+            .iter()
+            .zip(&self.start_ns)
+            .map(|(e, s)| (e - s).max(0))
+            .sum()
+    }
+}
+
 /// Replay per-CPU request streams (each sorted by virtual time).
 pub fn replay(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Metrics {
+    replay_detailed(streams, cal, obs).total
+}
+
+/// [`replay`], keeping the per-path breakdown.
+pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Detailed {
     let n = streams.len();
+    let mut by_via: std::collections::BTreeMap<Via, PathMetrics> = Default::default();
+    let mut end_ns = vec![0i64; n];
+    let start_ns: Vec<i64> = streams
+        .iter()
+        .map(|s| s.first().map_or(0, |r| r.v))
+        .collect();
     let mut next = vec![0usize; n];
     let mut spent = vec![0i64; n];
     let mut m = Metrics::default();
@@ -89,20 +139,32 @@ pub fn replay(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> 
         };
         let wait = grant - t;
         m.acquisitions += 1;
+        let p = by_via.entry(r.via).or_default();
+        p.acquisitions += 1;
+        p.hold_ns += hold;
         if busy {
             m.slowpath += 1;
             m.all_wait_ns += wait;
+            p.all_wait_ns += wait;
             grants.push_back(grant);
         }
         if traced {
             m.contended += 1;
             m.total_wait_ns += wait;
             m.max_wait_ns = m.max_wait_ns.max(wait);
+            p.contended += 1;
+            p.total_wait_ns += wait;
         }
         free_at = grant + hold;
         spent[c] += wait + hold;
+        end_ns[c] = free_at;
     }
-    m
+    Detailed {
+        total: m,
+        by_via,
+        end_ns,
+        start_ns,
+    }
 }
 
 #[cfg(test)]
@@ -127,6 +189,7 @@ mod tests {
             v,
             side: Side::Add,
             folios: 1,
+            via: Via::Drain,
         }
     }
 

@@ -10,6 +10,7 @@
 
 use super::calibrate::Calibration;
 use super::reconstruct::{Reconstruction, Side, Trigger};
+use super::trace::Via;
 
 /// One thing a CPU did that involves the LRU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,6 +26,9 @@ pub enum Intent {
         delay: Option<i64>,
         /// The capture's free-side hold (index in `Reconstruction::holds`) that freed it.
         dies_in: Option<usize>,
+        /// Its task's discarding call after the fault (enter, exit), virtual time on this CPU:
+        /// from `enter` on the folio is dead (`Reconstruction::has_discards`).
+        death: Option<(i64, i64)>,
     },
     /// `lru_add_drain()` on this CPU.
     Drain {
@@ -47,6 +51,9 @@ pub enum Intent {
         zap: u32,
         /// The capture's hold (index in `Reconstruction::holds`), `usize::MAX` for made-up ones.
         hold: usize,
+        /// `Zap` (an unmap's `folios_put_refs()`), or `Release` (the `folios_put()` after a
+        /// drain, of folios that died on the batch).
+        via: Via,
     },
 }
 
@@ -73,6 +80,10 @@ pub struct Intents {
     pub delay_full: i64,
     /// Virtual start of each CPU's stream (for time scaling).
     pub v0: Vec<i64>,
+    /// Median delay from a discarding call's enter to its first unmap hold (ns).
+    pub delay_zap: i64,
+    /// The capture says when folios die (`Intent::Fault::death` is filled).
+    pub has_discards: bool,
 }
 
 /// A hold as the capture had it: request, grant and modelled hold, real time.
@@ -172,6 +183,7 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
                 pages: h.pages,
                 zap: 0,
                 hold: p.hold,
+                via: h.via,
             });
         }
     }
@@ -197,6 +209,7 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
             order: f.order,
             delay,
             dies_in: f.freed_in,
+            death: f.death.map(|(b, e)| (virt(ci, b), virt(ci, e))),
         });
     }
     let mut v0 = Vec::with_capacity(streams.len());
@@ -224,6 +237,8 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
         delay_large,
         delay_full,
         v0,
+        delay_zap: r.zap_delay_ns,
+        has_discards: r.has_discards,
     }
 }
 

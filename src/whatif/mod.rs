@@ -24,10 +24,10 @@ pub mod work;
 use std::collections::BTreeMap;
 
 use calibrate::Calibration;
-use des::Metrics;
+use des::{Metrics, PathMetrics};
 use policy::{Context, Policy};
 use reconstruct::{Reconstruction, Side, Trigger};
-use trace::{Observation, Trace};
+use trace::{Observation, Trace, Via};
 
 use crate::error::{Error, Result};
 
@@ -97,6 +97,34 @@ pub struct Identities {
     /// Explicit drains by caller of `lru_add_drain*()`, when the capture has call chains
     /// (`perf record -g`).
     pub drain_sites: BTreeMap<String, u64>,
+    /// Folios whose task discarded them before they were drained (dead on the batch), when the
+    /// capture has discarding madvise/munmap events.
+    pub dead_on_batch: u64,
+    /// Folios freed by post-drain release holds (`Via::Release`): should equal `dead_on_batch`.
+    pub release_folios: u64,
+    /// Post-drain release holds.
+    pub release_holds: u64,
+}
+
+/// One kernel path's lock traffic: measured (traced waits by call chain), replayed (no
+/// change) and predicted.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PathRow {
+    /// The path.
+    pub via: Via,
+    /// Traced waits in the capture.
+    pub measured_contended: u64,
+    /// Their total, ns.
+    pub measured_wait_ns: i64,
+    /// No-change replay.
+    pub replayed: PathMetrics,
+    /// Under the policy.
+    pub predicted: PathMetrics,
+    /// Lock time (every wait + hold) of the path as a share of the replayed CPUs' busy time,
+    /// no change, percent.
+    pub replayed_share_pct: f64,
+    /// The same under the policy.
+    pub predicted_share_pct: f64,
 }
 
 /// One row of the sensitivity table: a calibration choice changed, everything else fixed.
@@ -141,6 +169,8 @@ pub struct Outcome {
     pub identities: Identities,
     /// Sensitivity to calibration choices.
     pub sensitivity: Vec<Sensitivity>,
+    /// Lock traffic by kernel path (drain, post-drain release, unmap).
+    pub by_path: Vec<PathRow>,
     /// Things the user must know about this capture.
     pub notes: Vec<String>,
 }
@@ -174,6 +204,7 @@ pub fn context(t: &Trace) -> Context {
             .meta
             .get("mthp_size")
             .and_then(|s| s.trim_end_matches(['K', 'k']).parse().ok()),
+        sites: t.sites.clone(),
     }
 }
 
@@ -201,6 +232,12 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     };
     let replayed = point(&cal, &baseline)?;
     let predicted = point(&cal, policy)?;
+    let by_path = {
+        let it = intents::build(&rec, &cal);
+        let rd = des::replay_detailed(&baseline.requests(&it, ctx)?, &cal, observation);
+        let pd = des::replay_detailed(&policy.requests(&it, ctx)?, &cal, observation);
+        path_rows(&rec, &rd, &pd)
+    };
 
     // Interval: bootstrap over the calibration samples, for the policy and its alternatives.
     let alts = policy.alternatives();
@@ -305,6 +342,26 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         *identities.drain_sites.entry(name.to_string()).or_default() += 1;
     }
     let mut notes = Vec::new();
+    if policy.name() == "fbatch-drain" {
+        let unknown: u64 = rec
+            .holds
+            .iter()
+            .filter(|h| {
+                h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == trace::NO_SITE
+            })
+            .count() as u64;
+        if unknown > 0 {
+            notes.push(format!(
+                "{unknown} explicit drains have no lru_add_drain* frame in a call chain (no -g on \
+                 pagemap:mm_lru_insertion, or a batch-full drain cut in two by an interrupt): \
+                 their sites are unknown and remove_unknown_sites={} decides",
+                policy
+                    .describe()
+                    .get("remove_unknown_sites")
+                    .map_or("false", String::as_str)
+            ));
+        }
+    }
     if t.ts_res_ns > 1 {
         notes.push(format!(
             "timestamps have {} ns resolution: a hold of this lock is well under 1 µs, so the replay \
@@ -347,8 +404,45 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         replayed_interval,
         identities,
         sensitivity,
+        by_path,
         notes,
     })
+}
+
+fn path_rows(rec: &Reconstruction, rd: &des::Detailed, pd: &des::Detailed) -> Vec<PathRow> {
+    let mut vias: Vec<Via> = rd
+        .by_via
+        .keys()
+        .chain(pd.by_via.keys())
+        .chain(rec.measured_by_via.keys())
+        .copied()
+        .collect();
+    vias.sort_unstable();
+    vias.dedup();
+    let share = |d: &des::Detailed, p: &PathMetrics| {
+        let busy = d.busy_ns();
+        if busy > 0 {
+            100.0 * (p.all_wait_ns + p.hold_ns) as f64 / busy as f64
+        } else {
+            0.0
+        }
+    };
+    vias.into_iter()
+        .map(|via| {
+            let (mc, mw) = rec.measured_by_via.get(&via).copied().unwrap_or((0, 0));
+            let r = rd.by_via.get(&via).copied().unwrap_or_default();
+            let p = pd.by_via.get(&via).copied().unwrap_or_default();
+            PathRow {
+                via,
+                measured_contended: mc,
+                measured_wait_ns: mw,
+                replayed: r,
+                predicted: p,
+                replayed_share_pct: share(rd, &r),
+                predicted_share_pct: share(pd, &p),
+            }
+        })
+        .collect()
 }
 
 /// What a capture measured, in replay terms: acquisitions = reconstructed holds, contended and
@@ -380,7 +474,14 @@ fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<
     for f in &rec.faults {
         id.folios_added += 1;
         id.pages_added += 1u64 << f.order;
+        if f.death.is_some_and(|(b, _)| b < rec.holds[f.hold].first_ts) {
+            id.dead_on_batch += 1;
+        }
+        if f.freed_in.is_some_and(|h| rec.holds[h].via == Via::Release) {
+            id.release_folios += 1;
+        }
     }
+    id.release_holds = rec.holds.iter().filter(|h| h.via == Via::Release).count() as u64;
     for h in &rec.holds {
         match h.side {
             Side::Add => {

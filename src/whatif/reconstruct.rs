@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::trace::{Kind, MmEvent, Trace, NO_SITE};
+use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
 use crate::error::{Error, Result};
 
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
@@ -112,6 +112,11 @@ pub struct Hold {
     /// Add side, explicit drains: the caller of `lru_add_drain*()` from the call chain
     /// (`trace::NO_SITE` without one).
     pub site: u32,
+    /// Path: `Drain` for the add side; `Release` for a free-side hold of folios that died on
+    /// the batch (freed by the `folios_put()` after the drain), else `Zap`.
+    pub via: Via,
+    /// Path of the traced wait, from its call chain (`Unknown` without one or without a wait).
+    pub traced_via: Via,
 }
 
 /// A folio put on an LRU list, as the fault path added it.
@@ -127,6 +132,11 @@ pub struct Fault {
     pub hold: usize,
     /// Index of the free-side hold that freed it, when the trace shows its free.
     pub freed_in: Option<usize>,
+    /// Task that faulted it (of the `mm_page_alloc`, else of the insertion).
+    pub tid: i32,
+    /// The task's first discarding madvise/munmap after the fault: (enter, exit) times, when
+    /// the capture has those events. The folio is dead from `enter` on.
+    pub death: Option<(i64, i64)>,
 }
 
 /// Everything the calibration and the policies need from one capture.
@@ -154,11 +164,18 @@ pub struct Reconstruction {
     pub cpus: Vec<u32>,
     /// First and last event time.
     pub span: (i64, i64),
+    /// Traced waits on the lock by path: (count, total wait ns). The path comes from the
+    /// wait's call chain, else from the hold it is attached to.
+    pub measured_by_via: std::collections::BTreeMap<Via, (u64, i64)>,
+    /// The capture has discarding madvise/munmap events (folio deaths are known).
+    pub has_discards: bool,
+    /// Median time from a discarding call's enter to its first free-side hold on that task, ns.
+    pub zap_delay_ns: i64,
 }
 
 /// Per CPU: an open `contention_begin` on the lock, and a finished wait not yet attached to a
 /// hold.
-type Pending = (Option<i64>, Option<(i64, i64)>);
+type Pending = (Option<(i64, Via)>, Option<(i64, i64, Via)>);
 
 #[derive(Default)]
 struct Open {
@@ -202,8 +219,9 @@ fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let lock = pick_lock(t, o)?;
     let (g_insert, g_free) = gap_limits(t, o.g_max_ns);
-    // pfn → (order, alloc ts, alloc cpu), most recent allocation wins (pfns are reused).
-    let mut alloc: HashMap<u64, (u8, i64, u32)> = HashMap::new();
+    // pfn → (order, alloc ts, alloc cpu, tid), most recent allocation wins (pfns are reused).
+    let mut alloc: HashMap<u64, (u8, i64, u32, i32)> = HashMap::new();
+    let discards = discards_by_tid(t);
     // pfns on an LRU list (inserted, not yet freed).
     let mut on_lru: HashMap<u64, usize> = HashMap::new(); // pfn → index in `faults`
     let mut open: HashMap<u32, Open> = HashMap::new();
@@ -213,6 +231,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
         (0u64, 0i64, 0i64, 0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
+    let mut by_via: std::collections::BTreeMap<Via, (u64, i64)> = Default::default();
 
     for e in &t.events {
         if !cpus.contains(&e.cpu) {
@@ -221,11 +240,11 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         let cur = open.entry(e.cpu).or_default();
         match e.kind {
             Kind::Insert { pfn, site } => {
-                let (order, fts, fcpu) = match alloc.get(&pfn) {
-                    Some(&(ord, ts, c)) => (ord, ts, c),
+                let (order, fts, fcpu, ftid) = match alloc.get(&pfn) {
+                    Some(&(ord, ts, c, tid)) => (ord, ts, c, tid),
                     None => {
                         unknown += 1;
-                        (0, e.ts, e.cpu)
+                        (0, e.ts, e.cpu, e.tid)
                     }
                 };
                 let hi = hold_for(
@@ -246,6 +265,8 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     order,
                     hold: hi,
                     freed_in: None,
+                    tid: ftid,
+                    death: death_after(&discards, ftid, fts),
                 });
                 on_lru.insert(pfn, faults.len() - 1);
             }
@@ -271,11 +292,12 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             }
             Kind::Alloc { pfn, order } => {
                 cur.side = None;
-                alloc.insert(pfn, (order, e.ts, e.cpu));
+                alloc.insert(pfn, (order, e.ts, e.cpu, e.tid));
             }
-            Kind::Begin { lock: l } => {
+            Kind::Discard { .. } => cur.side = None,
+            Kind::Begin { lock: l, via } => {
                 if l == lock {
-                    pending.entry(e.cpu).or_default().0 = Some(e.ts);
+                    pending.entry(e.cpu).or_default().0 = Some((e.ts, via));
                 }
                 // Another lock's wait inside a free burst is `free_unref_folios()` taking the
                 // zone lock (orders above the pcp lists free straight to the buddy allocator):
@@ -284,13 +306,16 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             Kind::End { lock: l } => {
                 if l == lock {
                     let p = pending.entry(e.cpu).or_default();
-                    if let Some(b) = p.0.take() {
+                    if let Some((b, via)) = p.0.take() {
                         let w = e.ts - b;
                         contended += 1;
                         wait += w;
                         max_wait = max_wait.max(w);
-                        if p.1.replace((b, e.ts)).is_some() {
+                        if let Some((b0, e0, v0)) = p.1.replace((b, e.ts, via)) {
                             unattached += 1;
+                            let m = by_via.entry(v0).or_insert((0, 0));
+                            m.0 += 1;
+                            m.1 += e0 - b0;
                         }
                     }
                     // a wait ends a hold in progress on this CPU: the next event starts anew
@@ -302,7 +327,14 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             }
         }
     }
-    unattached += pending.values().filter(|p| p.1.is_some()).count() as u64;
+    for p in pending.values() {
+        if let Some((b, e, v)) = p.1 {
+            unattached += 1;
+            let m = by_via.entry(v).or_insert((0, 0));
+            m.0 += 1;
+            m.1 += e - b;
+        }
+    }
     if holds.is_empty() {
         return Err(Error::Input(format!(
             "{}: no pagemap:mm_lru_insertion or LRU-folio kmem:mm_page_free events: \
@@ -311,6 +343,20 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         )));
     }
     classify_triggers(&mut holds, &faults);
+    classify_releases(&mut holds, &faults, !discards.is_empty());
+    for h in &holds {
+        if let Some((b, e)) = h.traced {
+            let v = if h.traced_via == Via::Unknown {
+                h.via
+            } else {
+                h.traced_via
+            };
+            let m = by_via.entry(v).or_insert((0, 0));
+            m.0 += 1;
+            m.1 += e - b;
+        }
+    }
+    let zap_delay_ns = zap_delay(&holds, &faults);
     let span = (
         t.events.first().map(|e| e.ts).unwrap_or(0),
         t.events.last().map(|e| e.ts).unwrap_or(0),
@@ -328,7 +374,100 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         unknown_order: unknown,
         cpus,
         span,
+        measured_by_via: by_via,
+        has_discards: !discards.is_empty(),
+        zap_delay_ns,
     })
+}
+
+/// Discarding calls per task: (enter, exit) in time order; an enter without an exit ends at
+/// the task's next event of that kind or the end of the trace.
+fn discards_by_tid(t: &Trace) -> HashMap<i32, Vec<(i64, i64)>> {
+    let mut m: HashMap<i32, Vec<(i64, i64)>> = HashMap::new();
+    let end = t.events.last().map_or(0, |e| e.ts);
+    for e in &t.events {
+        if let Kind::Discard { enter } = e.kind {
+            let v = m.entry(e.tid).or_default();
+            if enter {
+                v.push((e.ts, end));
+            } else if let Some(last) = v.last_mut() {
+                last.1 = e.ts;
+            }
+        }
+    }
+    m
+}
+
+/// The task's first discarding call that starts after `ts`.
+fn death_after(d: &HashMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(i64, i64)> {
+    let v = d.get(&tid)?;
+    v.get(v.partition_point(|&(b, _)| b <= ts)).copied()
+}
+
+/// Mark free-side holds whose folios died while on a per-CPU batch: they were inserted by a
+/// drain that came after their task's discarding call (the batch held the last reference, so
+/// `folios_put()` after the drain freed them). Without discard events: a free hold right after
+/// an add hold on the same CPU that frees only folios that add hold inserted.
+fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
+    // per free hold: (folios dead before their insertion, folios, all from the previous add hold)
+    let mut stats: HashMap<usize, (u32, u32, Option<usize>, bool)> = HashMap::new();
+    for f in faults {
+        let Some(fi) = f.freed_in else { continue };
+        let ins = f.hold;
+        let dead_first = f.death.is_some_and(|(b, _)| b < holds[ins].first_ts);
+        let s = stats.entry(fi).or_insert((0, 0, Some(ins), true));
+        s.0 += u32::from(dead_first);
+        s.1 += 1;
+        if s.2 != Some(ins) {
+            s.3 = false;
+        }
+    }
+    // previous hold on the same CPU
+    let mut prev: HashMap<u32, usize> = HashMap::new();
+    let mut prev_of = vec![None; holds.len()];
+    for (i, h) in holds.iter().enumerate() {
+        prev_of[i] = prev.insert(h.cpu, i);
+    }
+    for (i, h) in holds.iter_mut().enumerate() {
+        h.via = match h.side {
+            Side::Add => Via::Drain,
+            Side::Free => {
+                let release = match stats.get(&i) {
+                    Some(&(dead, n, ins, same)) if has_discards => {
+                        2 * dead > n && same && ins.is_some()
+                    }
+                    Some(&(_, _, ins, same)) => same && ins.is_some() && ins == prev_of[i],
+                    None => false,
+                };
+                if release {
+                    Via::Release
+                } else {
+                    Via::Zap
+                }
+            }
+        };
+    }
+}
+
+/// Median delay from a discarding call's enter to the first free-side (unmap) hold that frees
+/// one of its task's folios, over calls that freed any on an LRU.
+fn zap_delay(holds: &[Hold], faults: &[Fault]) -> i64 {
+    let mut first: HashMap<(i32, i64), i64> = HashMap::new();
+    for f in faults {
+        let (Some(fi), Some((b, _))) = (f.freed_in, f.death) else {
+            continue;
+        };
+        if holds[fi].via != Via::Zap {
+            continue;
+        }
+        let d = holds[fi].first_ts - b;
+        if d >= 0 {
+            let e = first.entry((f.tid, b)).or_insert(d);
+            *e = (*e).min(d);
+        }
+    }
+    let v: Vec<f64> = first.values().map(|&d| d as f64).collect();
+    super::calibrate::median(&v).map_or(0, |m| m.round() as i64)
 }
 
 /// The hold an insertion or free belongs to: the CPU's open hold of `side` when the event
@@ -355,11 +494,21 @@ fn hold_for(
             pages: 0,
             first_ts: e.ts,
             last_ts: e.ts,
-            traced: take_pending(pending, e.cpu),
+            traced: None,
             trigger: Trigger::Explicit,
             last_fault: None,
             site,
+            via: if side == Side::Add {
+                Via::Drain
+            } else {
+                Via::Zap
+            },
+            traced_via: Via::Unknown,
         });
+        if let (Some((b, e2, v)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
+            h.traced = Some((b, e2));
+            h.traced_via = v;
+        }
         cur.side = Some(side);
         cur.idx = holds.len() - 1;
     }
@@ -371,7 +520,7 @@ fn hold_for(
     cur.idx
 }
 
-fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64)> {
+fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via)> {
     pending.get_mut(&cpu).and_then(|p| p.1.take())
 }
 

@@ -1,10 +1,11 @@
 //! The mm/lock events a replay needs, read from a `perf script`, raw ftrace or
 //! `trace-cmd report` capture into a compact, time-ordered list (MODELS.md §2).
 //!
-//! Only five tracepoints matter: `kmem:mm_page_alloc` (pfn → order), `pagemap:mm_lru_insertion`
+//! Five tracepoints matter: `kmem:mm_page_alloc` (pfn → order), `pagemap:mm_lru_insertion`
 //! (drain membership, emitted inside the `lru_lock` hold), `kmem:mm_page_free` (free-side
-//! batches), and `lock:contention_begin` / `contention_end` (traced waits). Everything else is
-//! counted and ignored. Lock addresses are interned to small ids: they are identities within
+//! batches), and `lock:contention_begin` / `contention_end` (traced waits); when present,
+//! `syscalls:sys_enter/exit_madvise` and `_munmap` say when a task's folios die. Everything
+//! else is counted and ignored. Lock addresses are interned to small ids: they are identities within
 //! one file, never numbers.
 
 use std::collections::HashMap;
@@ -29,11 +30,65 @@ pub enum Kind {
     Insert { pfn: u64, site: u32 },
     /// `kmem:mm_page_free`: the folio at `pfn` (real order) goes back to the page allocator.
     Free { pfn: u64, order: u8 },
-    /// `lock:contention_begin` on interned lock `lock`.
-    Begin { lock: u32 },
+    /// `lock:contention_begin` on interned lock `lock`; `via`: the LRU path that asked, from
+    /// the call chain when the capture has one.
+    Begin { lock: u32, via: Via },
     /// `lock:contention_end` on interned lock `lock`.
     End { lock: u32 },
+    /// The task starts (`enter`) or ends a call that unmaps its folios at once:
+    /// `syscalls:sys_enter/exit_madvise` with MADV_DONTNEED, MADV_DONTNEED_LOCKED or MADV_REMOVE,
+    /// `sys_enter/exit_munmap`. A folio still on a per-CPU batch has no event of its own when
+    /// it dies; this is when it does.
+    Discard { enter: bool },
 }
+
+/// Which `lru_lock` path a hold or a traced wait belongs to (MODELS.md §1), the row
+/// `perf lock contention` prints it under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Via {
+    /// `folio_batch_move_lru()`: a per-CPU batch drains onto the LRU.
+    Drain,
+    /// `__page_cache_release()` from the `folios_put()` right after a drain: folios that died
+    /// while on the batch (the batch held the last reference).
+    Release,
+    /// `__page_cache_release()` from `folios_put_refs()` of an unmap (`free_pages_and_swap_cache`
+    /// under `tlb_finish_mmu`: MADV_DONTNEED, munmap, exit).
+    Zap,
+    /// Not told by the capture (no call chain).
+    Unknown,
+}
+
+impl Via {
+    /// Name as printed in tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Drain => "folio_batch_move_lru (drain)",
+            Via::Release => "__page_cache_release (after drain)",
+            Via::Zap => "__page_cache_release (unmap)",
+            Via::Unknown => "unknown",
+        }
+    }
+}
+
+/// The LRU path of a `contention_begin` call chain (innermost frame first).
+fn via_of(chain: &[lockcast_parsers::event::Frame]) -> Via {
+    let has = |p: &str| chain.iter().any(|f| f.symbol.starts_with(p));
+    if has("__page_cache_release") {
+        if has("folio_batch_move_lru") {
+            Via::Release
+        } else {
+            Via::Zap
+        }
+    } else if has("folio_batch_move_lru") {
+        Via::Drain
+    } else {
+        Via::Unknown
+    }
+}
+
+/// `MADV_DONTNEED`, `MADV_REMOVE`, `MADV_DONTNEED_LOCKED` (include/uapi/asm-generic/mman-common.h).
+const DISCARDING_ADVICE: [u32; 3] = [4, 9, 24];
 
 /// `Kind::Insert::site` when the insertion is not under an explicit drain or has no call chain.
 pub const NO_SITE: u32 = u32::MAX;
@@ -86,6 +141,8 @@ pub struct Trace {
     pub meta: HashMap<String, String>,
     /// Lines skipped in lenient mode.
     pub skipped_lines: u64,
+    /// Tasks inside a discarding madvise/munmap (pairs enter with exit while reading).
+    discard_open: std::collections::HashSet<i32>,
 }
 
 impl Trace {
@@ -125,6 +182,7 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         slowpath_seen: None,
         meta: read_meta(path),
         skipped_lines: 0,
+        discard_open: Default::default(),
     };
     let mut interned: HashMap<String, u32> = HashMap::new();
     let mut sites: HashMap<String, u32> = HashMap::new();
@@ -228,6 +286,7 @@ fn add_event(
                 payload::contention_begin(&e.payload).map_err(|x| bad("contention_begin", x))?;
             Kind::Begin {
                 lock: intern(interned, &mut t.locks, p.lock),
+                via: via_of(&e.callchain),
             }
         }
         "contention_end" => {
@@ -235,6 +294,35 @@ fn add_event(
             Kind::End {
                 lock: intern(interned, &mut t.locks, p.lock),
             }
+        }
+        "sys_enter_madvise" => {
+            let p = lockcast_parsers::mm_payload::madvise(&e.payload)
+                .map_err(|x| bad("sys_enter_madvise", x))?;
+            if !DISCARDING_ADVICE.contains(&p.behavior) {
+                t.other_events += 1;
+                return Ok(());
+            }
+            t.discard_open.insert(e.tid);
+            Kind::Discard { enter: true }
+        }
+        "sys_exit_madvise" => {
+            // only the exits of calls whose enter was a discarding advice
+            if !t.discard_open.remove(&e.tid) {
+                t.other_events += 1;
+                return Ok(());
+            }
+            Kind::Discard { enter: false }
+        }
+        "sys_enter_munmap" => {
+            t.discard_open.insert(e.tid);
+            Kind::Discard { enter: true }
+        }
+        "sys_exit_munmap" => {
+            if !t.discard_open.remove(&e.tid) {
+                t.other_events += 1;
+                return Ok(());
+            }
+            Kind::Discard { enter: false }
         }
         _ => {
             t.other_events += 1;

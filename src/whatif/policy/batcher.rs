@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Request;
 use crate::whatif::intents::{Intent, Intents};
 use crate::whatif::reconstruct::Side;
+use crate::whatif::trace::Via;
 
 /// When a batch that holds enough pages drains (MODELS.md §3a: the RFC's exact rule is not in
 /// the posting, so both readings are offered).
@@ -71,6 +72,7 @@ impl Batcher {
                     v,
                     side: Side::Add,
                     folios: *folios,
+                    via: Via::Drain,
                 });
             }
             *folios = 0;
@@ -106,10 +108,13 @@ impl Batcher {
                     }
                 }
                 Intent::Drain { v, .. } => drain(&mut out, v, &mut folios, &mut pages),
-                Intent::Free { v, folios: n, .. } => out.push(Request {
+                Intent::Free {
+                    v, folios: n, via, ..
+                } => out.push(Request {
                     v,
                     side: Side::Free,
                     folios: n,
+                    via,
                 }),
             }
         }

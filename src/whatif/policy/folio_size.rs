@@ -18,6 +18,7 @@ use super::{check_keys, param, Batcher, Context, Policy, Request};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
 use crate::whatif::reconstruct::free_holds_rule;
+use crate::whatif::trace::Via;
 
 /// Target folio size and the clock scaling.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -91,6 +92,7 @@ impl Policy for FolioSize {
                         order,
                         delay: None,
                         dies_in: None,
+                        death: None,
                     },
                     Intent::Drain { v, site } => Intent::Drain { v: scale(v), site },
                     Intent::Free {
@@ -99,12 +101,14 @@ impl Policy for FolioSize {
                         pages,
                         zap,
                         hold,
+                        via,
                     } => Intent::Free {
                         v: scale(v),
                         folios,
                         pages,
                         zap,
                         hold,
+                        via,
                     },
                 })
                 .collect();
@@ -151,6 +155,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                             order,
                             delay: None,
                             dies_in: None,
+                            death: None,
                         });
                     }
                     acc = (acc + 1) % pages_per;
@@ -201,6 +206,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                         pages: u64::from(n) * pages_per,
                         zap,
                         hold: usize::MAX,
+                        via: Via::Zap,
                     });
                 }
                 // keep drains that sat inside the zap

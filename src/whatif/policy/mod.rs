@@ -7,6 +7,7 @@
 
 mod baseline;
 mod batcher;
+mod fbatch_drain;
 mod folio_size;
 mod lru_cache;
 
@@ -14,11 +15,13 @@ use std::collections::BTreeMap;
 
 pub use baseline::Baseline;
 pub use batcher::{Batcher, DrainRule};
+pub use fbatch_drain::{DeadRule, FbatchDrain, KEPT_SITES};
 pub use folio_size::FolioSize;
 pub use lru_cache::LruCache;
 
 use super::intents::Intents;
 use super::reconstruct::Side;
+use super::trace::Via;
 use crate::error::{Error, Result};
 
 /// One lock acquisition a policy asks for.
@@ -30,6 +33,8 @@ pub struct Request {
     pub side: Side,
     /// Folios handled under the lock.
     pub folios: u32,
+    /// Kernel path, for the by-path breakdown (`perf lock contention`'s caller rows).
+    pub via: Via,
 }
 
 /// What the capture says about itself that a policy may need (folio-size scaling).
@@ -39,6 +44,8 @@ pub struct Context {
     pub untraced_duration_ns: Option<f64>,
     /// mTHP size of the capture in KiB (meta `mthp_size`).
     pub folio_kb: Option<u64>,
+    /// Drain sites named by the capture's call chains (`Trace::sites`).
+    pub sites: Vec<String>,
 }
 
 /// A patch's effect on lock requests.
@@ -70,6 +77,16 @@ pub const REGISTRY: &[(&str, &str, Make)] = &[
         "folio-size",
         "the same workload with another mTHP size (folio_kb), under today's batching rule",
         folio_size::make,
+    ),
+    (
+        "fbatch-drain",
+        "Hugh Dickins' mm/fbatch series: drains at removed sites go, batched folios keep PG_lru; dead-on-batch folios take lru_lock at unmap (dead_on_batch_takes_lock=true, as posted) or not (false, the lru_add_del_folio fix)",
+        fbatch_drain::make,
+    ),
+    (
+        "dead-prefree",
+        "JP Kobryn's pre-free: folios that died on a batch are freed at the drain without lru_lock (the fbatch report's baseline kernel)",
+        fbatch_drain::make_prefree,
     ),
 ];
 
