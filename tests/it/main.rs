@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod dataset;
 mod determinism;
+mod fbatch;
 mod formats;
 mod ingest;
 mod lazyfree;
