@@ -148,7 +148,11 @@ fn fbatch_series_takes_the_lock_at_unmap_and_the_fix_gives_it_back() {
     let cap = capture("churn-4K-r1");
     let pre = run(&cap, "dead-prefree", &[]);
     let series = run(&cap, "fbatch-drain", &[]);
-    let fix = run(&cap, "fbatch-drain", &[("dead_on_batch_takes_lock", "false")]);
+    let fix = run(
+        &cap,
+        "fbatch-drain",
+        &[("dead_on_batch_takes_lock", "false")],
+    );
     let base = run(&cap, "baseline", &[]);
     // every patch drops the post-drain relock of v6.18
     for o in [&pre, &series, &fix] {
