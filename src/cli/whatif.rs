@@ -266,9 +266,14 @@ fn observer_note(capture: &str) -> Option<String> {
     (f > 0).then(|| {
         format!(
             "observer effect: the same workload recorded with the lock events alone had {:.2}x the contended \
-             count (all locks: {l} vs {f}); an untraced kernel would show roughly that factor more than these \
-             same-recipe numbers",
-            l as f64 / f as f64
+             count (all locks: {l} vs {f}); expect roughly that factor between these same-recipe numbers and \
+             an untraced kernel ({})",
+            l as f64 / f as f64,
+            if l < f {
+                "fewer there: the traced events inside the hold lengthen it"
+            } else {
+                "more there"
+            }
         )
     })
 }
