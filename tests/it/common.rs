@@ -53,3 +53,24 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Run a what-if policy over a capture with `--set` pairs, no bootstrap (the point estimate).
+pub fn whatif_run(
+    path: &str,
+    policy_name: &str,
+    set: &[(&str, &str)],
+) -> lockcast::whatif::Outcome {
+    use lockcast::whatif::{self, policy, trace};
+    let t = trace::read(path, false).expect("read capture");
+    let ctx = whatif::context(&t);
+    let set: std::collections::BTreeMap<String, String> = set
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let p = policy::make(policy_name, &set, &ctx).expect("policy");
+    let o = whatif::Options {
+        bootstrap: 0,
+        ..Default::default()
+    };
+    whatif::run(&t, p.as_ref(), &ctx, &o).expect("run")
+}

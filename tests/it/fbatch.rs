@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
-use lockcast::whatif::{self, policy, trace, trace::Via, Outcome, PathRow};
+use lockcast::whatif::{trace::Via, Outcome, PathRow};
 
-use crate::common::{fixture, lockcast};
+use crate::common::{fixture, lockcast, whatif_run as run};
 
 const RUNS: [&str; 3] = ["churn-4K-r1", "churn-4K-r2", "churn-4K-r3"];
 
@@ -16,21 +16,6 @@ fn capture(run: &str) -> String {
     fixture(&format!("fbatch/{run}/script-ns.txt.gz"))
         .to_string_lossy()
         .into_owned()
-}
-
-fn run(path: &str, policy_name: &str, set: &[(&str, &str)]) -> Outcome {
-    let t = trace::read(path, false).expect("read capture");
-    let ctx = whatif::context(&t);
-    let set: BTreeMap<String, String> = set
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let p = policy::make(policy_name, &set, &ctx).expect("policy");
-    let o = whatif::Options {
-        bootstrap: 0,
-        ..Default::default()
-    };
-    whatif::run(&t, p.as_ref(), &ctx, &o).expect("run")
 }
 
 fn path(o: &Outcome, via: Via) -> &PathRow {

@@ -3,12 +3,9 @@
 //! rules, the no-change replay against the measurement, policies' acquisition counts, and the
 //! CLI contract of `whatif` / `validate`.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
-use lockcast::whatif::{self, policy, trace, Outcome};
-
-use crate::common::{fixture, lockcast, shared, SEED};
+use crate::common::{fixture, lockcast, shared, whatif_run as run, SEED};
 
 const SIZES: [&str; 4] = ["4K", "16K", "32K", "64K"];
 /// lrufault -t 2 -s 16 -l 10: 2 threads × 10 loops × 16 MiB of 4 KiB pages.
@@ -18,21 +15,6 @@ fn capture(size: &str, run: u32) -> String {
     fixture(&format!("replay/micro-{size}-r{run}/script-ns.txt.gz"))
         .to_string_lossy()
         .into_owned()
-}
-
-fn run(path: &str, policy_name: &str, set: &[(&str, &str)]) -> Outcome {
-    let t = trace::read(path, false).expect("read capture");
-    let ctx = whatif::context(&t);
-    let set: BTreeMap<String, String> = set
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let p = policy::make(policy_name, &set, &ctx).expect("policy");
-    let o = whatif::Options {
-        bootstrap: 0,
-        ..Default::default()
-    };
-    whatif::run(&t, p.as_ref(), &ctx, &o).expect("run")
 }
 
 fn rel(a: f64, b: f64) -> f64 {
