@@ -230,14 +230,12 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         let it = intents::build(&rec, cal);
         Ok(des::replay(&p.requests(&it, ctx)?, cal, observation))
     };
-    let replayed = point(&cal, &baseline)?;
-    let predicted = point(&cal, policy)?;
-    let by_path = {
-        let it = intents::build(&rec, &cal);
-        let rd = des::replay_detailed(&baseline.requests(&it, ctx)?, &cal, observation);
-        let pd = des::replay_detailed(&policy.requests(&it, ctx)?, &cal, observation);
-        path_rows(&rec, &rd, &pd)
-    };
+    // the point estimates, with their breakdown by path (one intent build for both)
+    let it = intents::build(&rec, &cal);
+    let rd = des::replay_detailed(&baseline.requests(&it, ctx)?, &cal, observation);
+    let pd = des::replay_detailed(&policy.requests(&it, ctx)?, &cal, observation);
+    let (replayed, predicted) = (rd.total, pd.total);
+    let by_path = path_rows(&rec, &rd, &pd);
 
     // Interval: bootstrap over the calibration samples, for the policy and its alternatives.
     let alts = policy.alternatives();

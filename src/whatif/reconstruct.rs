@@ -313,9 +313,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         max_wait = max_wait.max(w);
                         if let Some((b0, e0, v0)) = p.1.replace((b, e.ts, via)) {
                             unattached += 1;
-                            let m = by_via.entry(v0).or_insert((0, 0));
-                            m.0 += 1;
-                            m.1 += e0 - b0;
+                            tally(&mut by_via, v0, e0 - b0);
                         }
                     }
                     // a wait ends a hold in progress on this CPU: the next event starts anew
@@ -330,9 +328,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     for p in pending.values() {
         if let Some((b, e, v)) = p.1 {
             unattached += 1;
-            let m = by_via.entry(v).or_insert((0, 0));
-            m.0 += 1;
-            m.1 += e - b;
+            tally(&mut by_via, v, e - b);
         }
     }
     if holds.is_empty() {
@@ -351,9 +347,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             } else {
                 h.traced_via
             };
-            let m = by_via.entry(v).or_insert((0, 0));
-            m.0 += 1;
-            m.1 += e - b;
+            tally(&mut by_via, v, e - b);
         }
     }
     let zap_delay_ns = zap_delay(&holds, &faults);
@@ -378,6 +372,13 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         has_discards: !discards.is_empty(),
         zap_delay_ns,
     })
+}
+
+/// Count one traced wait of `ns` under its path.
+fn tally(by_via: &mut std::collections::BTreeMap<Via, (u64, i64)>, via: Via, ns: i64) {
+    let m = by_via.entry(via).or_insert((0, 0));
+    m.0 += 1;
+    m.1 += ns;
 }
 
 /// Discarding calls per task: (enter, exit) in time order; an enter without an exit ends at
@@ -409,43 +410,33 @@ fn death_after(d: &HashMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(
 /// `folios_put()` after the drain freed them). Without discard events: a free hold right after
 /// an add hold on the same CPU that frees only folios that add hold inserted.
 fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
-    // per free hold: (folios dead before their insertion, folios, all from the previous add hold)
-    let mut stats: HashMap<usize, (u32, u32, Option<usize>, bool)> = HashMap::new();
+    // per free hold: (folios dead before their insertion, folios, the add hold that inserted
+    // the first of them, all from that one add hold)
+    let mut stats: HashMap<usize, (u32, u32, usize, bool)> = HashMap::new();
     for f in faults {
         let Some(fi) = f.freed_in else { continue };
-        let ins = f.hold;
-        let dead_first = f.death.is_some_and(|(b, _)| b < holds[ins].first_ts);
-        let s = stats.entry(fi).or_insert((0, 0, Some(ins), true));
+        let dead_first = f.death.is_some_and(|(b, _)| b < holds[f.hold].first_ts);
+        let s = stats.entry(fi).or_insert((0, 0, f.hold, true));
         s.0 += u32::from(dead_first);
         s.1 += 1;
-        if s.2 != Some(ins) {
-            s.3 = false;
-        }
+        s.3 &= s.2 == f.hold;
     }
     // previous hold on the same CPU
     let mut prev: HashMap<u32, usize> = HashMap::new();
-    let mut prev_of = vec![None; holds.len()];
-    for (i, h) in holds.iter().enumerate() {
-        prev_of[i] = prev.insert(h.cpu, i);
-    }
-    for (i, h) in holds.iter_mut().enumerate() {
-        h.via = match h.side {
-            Side::Add => Via::Drain,
-            Side::Free => {
-                let release = match stats.get(&i) {
-                    Some(&(dead, n, ins, same)) if has_discards => {
-                        2 * dead > n && same && ins.is_some()
-                    }
-                    Some(&(_, _, ins, same)) => same && ins.is_some() && ins == prev_of[i],
-                    None => false,
-                };
-                if release {
-                    Via::Release
-                } else {
-                    Via::Zap
-                }
-            }
+    let prev_of: Vec<Option<usize>> = holds
+        .iter()
+        .enumerate()
+        .map(|(i, h)| prev.insert(h.cpu, i))
+        .collect();
+    for (&i, &(dead, n, ins, same)) in &stats {
+        let release = if has_discards {
+            2 * dead > n && same
+        } else {
+            same && Some(ins) == prev_of[i]
         };
+        if release && holds[i].side == Side::Free {
+            holds[i].via = Via::Release;
+        }
     }
 }
 
