@@ -90,7 +90,8 @@ pub fn replay(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> 
 /// [`replay`], keeping the per-path breakdown.
 pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Detailed {
     let n = streams.len();
-    let mut by_via: std::collections::BTreeMap<Via, PathMetrics> = Default::default();
+    // per-request tally in a fixed array: the replay is the engine's hot loop
+    let mut by_via = [PathMetrics::default(); Via::ALL.len()];
     let mut end_ns = vec![0i64; n];
     let start_ns: Vec<i64> = streams
         .iter()
@@ -139,7 +140,7 @@ pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observa
         };
         let wait = grant - t;
         m.acquisitions += 1;
-        let p = by_via.entry(r.via).or_default();
+        let p = &mut by_via[r.via.index()];
         p.acquisitions += 1;
         p.hold_ns += hold;
         if busy {
@@ -161,7 +162,12 @@ pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observa
     }
     Detailed {
         total: m,
-        by_via,
+        by_via: Via::ALL
+            .iter()
+            .zip(by_via)
+            .filter(|(_, m)| m.acquisitions > 0)
+            .map(|(v, m)| (*v, m))
+            .collect(),
         end_ns,
         start_ns,
     }

@@ -60,6 +60,14 @@ pub enum Via {
 }
 
 impl Via {
+    /// Every path, in `index` order.
+    pub const ALL: [Via; 4] = [Via::Drain, Via::Release, Via::Zap, Via::Unknown];
+
+    /// Position in [`Via::ALL`] (array slot in per-path tallies).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// Name as printed in tables.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -141,7 +149,16 @@ pub struct Trace {
     pub meta: HashMap<String, String>,
     /// Lines skipped in lenient mode.
     pub skipped_lines: u64,
-    /// Tasks inside a discarding madvise/munmap (pairs enter with exit while reading).
+}
+
+/// What reading needs to remember between events, and only then.
+#[derive(Default)]
+struct ReadState {
+    /// Lock address → interned id.
+    locks: HashMap<String, u32>,
+    /// Drain site name → interned id.
+    sites: HashMap<String, u32>,
+    /// Tasks inside a discarding madvise/munmap (pairs an exit with its enter).
     discard_open: std::collections::HashSet<i32>,
 }
 
@@ -182,13 +199,9 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         slowpath_seen: None,
         meta: read_meta(path),
         skipped_lines: 0,
-        discard_open: Default::default(),
     };
-    let mut interned: HashMap<String, u32> = HashMap::new();
-    let mut sites: HashMap<String, u32> = HashMap::new();
-    let mut push = |e: Event, t: &mut Trace| -> Result<()> {
-        add_event(path, e, t, &mut interned, &mut sites)
-    };
+    let mut st = ReadState::default();
+    let mut push = |e: Event, t: &mut Trace| -> Result<()> { add_event(path, e, t, &mut st) };
     match format {
         Some(Format::PerfScript) => {
             let mut o = perf_script::Options::default();
@@ -229,13 +242,7 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
     Ok(t)
 }
 
-fn add_event(
-    path: &str,
-    e: Event,
-    t: &mut Trace,
-    interned: &mut HashMap<String, u32>,
-    site_ids: &mut HashMap<String, u32>,
-) -> Result<()> {
+fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<()> {
     if t.slowpath_seen.is_none() {
         for f in &e.callchain {
             if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
@@ -269,7 +276,7 @@ fn add_event(
         "mm_lru_insertion" => {
             let p = payload::lru_insertion(&e.payload).map_err(|x| bad("mm_lru_insertion", x))?;
             let site = match drain_site(&e.callchain) {
-                Some(name) => intern(site_ids, &mut t.sites, name),
+                Some(name) => intern(&mut st.sites, &mut t.sites, name),
                 None => NO_SITE,
             };
             Kind::Insert { pfn: p.pfn, site }
@@ -285,14 +292,14 @@ fn add_event(
             let p =
                 payload::contention_begin(&e.payload).map_err(|x| bad("contention_begin", x))?;
             Kind::Begin {
-                lock: intern(interned, &mut t.locks, p.lock),
+                lock: intern(&mut st.locks, &mut t.locks, p.lock),
                 via: via_of(&e.callchain),
             }
         }
         "contention_end" => {
             let p = payload::contention_end(&e.payload).map_err(|x| bad("contention_end", x))?;
             Kind::End {
-                lock: intern(interned, &mut t.locks, p.lock),
+                lock: intern(&mut st.locks, &mut t.locks, p.lock),
             }
         }
         "sys_enter_madvise" => {
@@ -302,23 +309,23 @@ fn add_event(
                 t.other_events += 1;
                 return Ok(());
             }
-            t.discard_open.insert(e.tid);
+            st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
         "sys_exit_madvise" => {
             // only the exits of calls whose enter was a discarding advice
-            if !t.discard_open.remove(&e.tid) {
+            if !st.discard_open.remove(&e.tid) {
                 t.other_events += 1;
                 return Ok(());
             }
             Kind::Discard { enter: false }
         }
         "sys_enter_munmap" => {
-            t.discard_open.insert(e.tid);
+            st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
         "sys_exit_munmap" => {
-            if !t.discard_open.remove(&e.tid) {
+            if !st.discard_open.remove(&e.tid) {
                 t.other_events += 1;
                 return Ok(());
             }
