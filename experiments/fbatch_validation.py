@@ -21,12 +21,12 @@ Nothing is fitted to the report's numbers: each prediction calibrates on its own
 usage: experiments/fbatch_validation.py [--lockcast PATH] [--out FILE] [--bootstrap N]
 """
 import argparse
-import json
 import os
 import re
 import statistics as st
-import subprocess
-import sys
+
+# the lockcast binary lookup and JSON call of the issue #4 experiment, same directory
+from whatif_validation import find_lockcast, lc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -48,28 +48,12 @@ POLICIES = [
 ]
 
 
-def find_lockcast():
-    for d in [os.environ.get("CARGO_TARGET_DIR", ""), os.path.join(REPO, "target")]:
-        for prof in ["release", "debug"]:
-            p = os.path.join(d, prof, "lockcast")
-            if d and os.path.exists(p):
-                return p
-    sys.exit("lockcast binary not found: cargo build, or pass --lockcast")
-
-
-def run(binary, args):
-    r = subprocess.run([binary] + args, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"lockcast {' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
-    return r.stdout
-
-
 def whatif(binary, policy, extra, capture, bootstrap, q=None):
     name = policy.split("+")[0]
     args = ["whatif", name, capture, "--json", "--bootstrap", str(bootstrap)] + extra
     if q is not None:
         args += ["--window-quantile", str(q)]
-    return json.loads(run(binary, args))
+    return lc(binary, *args)
 
 
 def contention_rows(path):
