@@ -528,10 +528,7 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<Str
             Some("dead_on_batch_takes_lock=false"),
         ),
     ] {
-        let mut set_map = BTreeMap::new();
-        if let Some(kv) = set {
-            set_map = parse_set(&[kv.to_string()])?;
-        }
+        let set_map = parse_set(&set.map(str::to_string).into_iter().collect::<Vec<_>>())?;
         let o = engine(name, &churn, &set_map, &fast)?;
         let zap = o
             .by_path
