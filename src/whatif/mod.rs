@@ -1,11 +1,11 @@
 //! What-if engine: replay a baseline capture through a patch's policy and predict the
 //! `lruvec->lru_lock` contention the patched kernel would show (MODELS.md §2.1, §4 M4, §5, §6).
 //!
-//! Pipeline: [`trace`] (the five mm/lock events) → [`reconstruct`] (holds, faults, traced
-//! waits) → [`calibrate`] (hold model from the capture) → [`intents`] (per-CPU virtual-time
-//! streams) → [`policy`] (lock requests under the patch) → [`des`] (FIFO replay with the
-//! tracepoint's observation rule). [`summary`] is the closed-form model for users who only
-//! have a `perf lock` table.
+//! Pipeline: [`trace`] (the five mm/lock events, plus discarding madvise/munmap calls) →
+//! [`reconstruct`] (holds, faults, traced waits) → [`calibrate`] (hold model from the capture)
+//! → [`intents`] (per-CPU virtual-time streams) → [`policy`] (lock requests under the patch)
+//! → [`des`] (FIFO replay with the tracepoint's observation rule). [`summary`] is the
+//! closed-form model for users who only have a `perf lock` table.
 //!
 //! Uncertainty: the calibration samples are bootstrapped (seeded, so a rerun prints the same
 //! interval) and the policy's uncertain parameters (e.g. the RFC's drain rule) are swept; the
