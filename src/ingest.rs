@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
-use lockcast_parsers::{ftrace, perf_script, Diagnostic, Diagnostics};
+use lockcast_parsers::{ftrace, Diagnostic, Diagnostics};
 
 use crate::error::{Error, Result};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
@@ -32,7 +32,7 @@ pub const IN_FLIGHT_PER_THREAD: usize = 2;
 pub struct Options {
     /// Input name for the `source` column and messages.
     pub source: String,
-    /// `Ftrace` or `PerfScript`.
+    /// An event format (a row of the parsers' format table with an event reader).
     pub format: Format,
     /// Tables to build.
     pub tables: Vec<EventTable>,
@@ -74,9 +74,18 @@ pub fn run(
     progress: Option<&ProgressBar>,
     sink: &mut dyn FnMut(Vec<(EventTable, DataFrame)>) -> Result<()>,
 ) -> Result<Summary> {
-    let starts: fn(&str) -> bool = match opts.format {
-        Format::Ftrace => ftrace::starts_record,
-        _ => perf_script::starts_record,
+    let info = opts.format.info();
+    let starts = match (info.starts_record, info.open_events) {
+        (Some(s), _) => s,
+        // an event format that cannot be cut at record starts is read by one reader
+        (None, Some(_)) => |_: &str| false,
+        (None, None) => {
+            return Err(Error::Input(format!(
+                "{}: {} holds no events",
+                opts.source,
+                opts.format.as_str()
+            )))
+        }
     };
     let mut chunker = Chunker::new(input, opts.piece_bytes, starts);
     let io = |e| Error::io(&opts.source, e);
@@ -102,14 +111,14 @@ pub fn run(
         sink(out.frames)
     };
 
-    // The first piece on this thread: it holds the preamble (ftrace header), and an HTML
-    // systrace file cannot be cut, so it is read whole.
+    // The first piece on this thread: it holds the preamble (ftrace header). An HTML systrace
+    // file, and a format with no record starts to cut at, are read whole.
     let Some((first, offset)) = chunker.next_piece().map_err(io)? else {
         let out = parse_piece(b"", 0, opts, None)?;
         absorb(out, &mut summary)?;
         return Ok(summary);
     };
-    if opts.format == Format::Ftrace && looks_html(&first) {
+    if info.starts_record.is_none() || (opts.format == Format::Ftrace && looks_html(&first)) {
         let rest = chunker.into_inner();
         let whole = std::io::Cursor::new(first).chain(rest);
         let mut all = Vec::new();
@@ -223,8 +232,15 @@ fn parse_piece(
             }
             (rd.diagnostics().clone(), Some(rd.header().clone()))
         }
-        _ => {
-            let mut rd = perf_script::Reader::new(data, &ro);
+        // every other event format: its reader from the format table
+        format => {
+            let mut rd = format.open_events(Box::new(data), &ro).ok_or_else(|| {
+                Error::Input(format!(
+                    "{}: {} holds no events",
+                    opts.source,
+                    format.as_str()
+                ))
+            })?;
             while let Some(e) = rd.next_event().map_err(err)? {
                 tables.push(&e)?;
             }

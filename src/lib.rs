@@ -9,12 +9,14 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod analyses;
+pub mod capture;
 pub mod error;
 pub mod frames;
 pub mod ingest;
 pub mod input;
 pub mod output;
 pub mod plots;
+pub mod stats;
 pub mod units;
 pub mod whatif;
 

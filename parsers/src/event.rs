@@ -74,3 +74,14 @@ impl Frame {
         }
     }
 }
+
+/// A streaming reader of [`Event`]s, whatever text (or binary) format it reads: the readers of
+/// [`crate::ftrace`] and [`crate::perf_script`] implement it, and
+/// [`crate::detect::Format::open_events`] hands one out for any event format.
+pub trait EventRead {
+    /// The next event, `Ok(None)` at the end of input (strict mode: the first malformed line is
+    /// an error naming it; lenient mode: it is counted in [`EventRead::diagnostics`]).
+    fn next_event(&mut self) -> Result<Option<Event>, crate::Error>;
+    /// Malformed lines skipped so far (lenient mode).
+    fn diagnostics(&self) -> &crate::Diagnostics;
+}

@@ -66,32 +66,22 @@ order, and the `match` column says which rows were paired that way.")]
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
     /// Draw a chart (PNG or SVG): ab, waits, timeline, whatif.
-    #[command(after_help = super::plot::AFTER_HELP)]
-    Plot(super::plot::PlotArgs),
+    #[command(after_help = PLOT_HELP)]
+    Plot(PlotArgs),
     /// Predict a patch's lru_lock contention by replaying a baseline capture through its policy.
-    #[command(after_help = WHATIF_HELP)]
+    #[command(after_help = whatif_help())]
     Whatif(WhatifArgs),
     /// Check a prediction: replay BASE through POLICY and compare with what AFTER measured.
     #[command(after_help = VALIDATE_HELP)]
     Validate(ValidateArgs),
 }
 
-const WHATIF_HELP: &str = "\
-Policies (parameters with --set key=value):
-  baseline     no change (replays the capture; checks the model against it)
-  lru-cache    RFC v3 lru cache for smaller large folios: max_cached_pages=31 batch_folio_cap=31
-               batch_page_cap=31 drain_rule=after-add|before-add (the interval covers both rules)
-  folio-size   the same workload at another mTHP size: folio_kb=N, and time_scale=X or
-               target_duration_ns=N (untraced run time at the target size; default scale 1)
-  fbatch-drain Hugh Dickins' mm/fbatch series (batched folios keep PG_lru, drains go):
-               dead_on_batch_takes_lock=true (as posted: a folio discarded while still on a
-               per-CPU batch takes lru_lock in __page_cache_release at unmap) | false (with the
-               lru_add_del_folio() fix); removed_sites=all|none|SITE,... (all = every drain site
-               but kept_sites, default page_alloc_cpu_dead,lru_cache_disable,compact_nodes,
-               proactive_compact_node,sysctl_compaction_handler,lru_add_drain_per_cpu);
-               remove_unknown_sites=false (explicit drains with no call chain);
-               baseline_prefree=false (true is refused: a pre-free kernel hides dead folios)
-  dead-prefree JP Kobryn's pre-free of dead folios at drain time (the fbatch report's baseline)
+/// `whatif --help`: the policies from the registry, then what captures they need.
+fn whatif_help() -> String {
+    lockcast::whatif::registry::help(96) + WHATIF_NOTES
+}
+
+const WHATIF_NOTES: &str = "
   fbatch-drain and dead-prefree need to know when folios die: record
   syscalls:sys_enter_madvise and syscalls:sys_exit_madvise too. Drain sites come from call chains
   on pagemap:mm_lru_insertion (perf record -g); without them explicit drains have no site and
@@ -198,8 +188,7 @@ pub struct EngineOpts {
 /// `lockcast whatif`.
 #[derive(Debug, Args)]
 pub struct WhatifArgs {
-    /// Policy: baseline, lru-cache, folio-size, fbatch-drain, dead-prefree, lazyfree-thp,
-    /// khugepaged-lazyfree.
+    /// Policy (the list follows below).
     pub policy: String,
     /// Baseline capture (event trace, or a perf lock table for the closed-form model).
     pub capture: String,
@@ -220,19 +209,14 @@ pub struct ValidateArgs {
     pub engine: EngineOpts,
 }
 
-/// Input format override.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// Detect from the content.
-    Auto,
-    /// perf lock report / contention / info text.
-    PerfLock,
-    /// Raw ftrace text or trace-cmd report (contention_begin/end events become waits).
-    Ftrace,
-    /// perf script output (contention_begin/end events, with call chains for the caller).
-    PerfScript,
-    /// perf report --stdio (the `callgraph` table).
-    PerfReport,
+/// `--input-format` values: `auto` and every row of the parsers' format table.
+fn input_formats() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    let mut v = vec![PossibleValue::new("auto").help("Detect from the content")];
+    for f in lockcast::parsers::detect::FORMATS {
+        v.push(PossibleValue::new(f.name).help(f.help));
+    }
+    clap::builder::PossibleValuesParser::new(v)
 }
 
 /// Output format of `report` and `diff`.
@@ -248,6 +232,16 @@ pub enum OutFormatArg {
     Csv,
     /// JSON.
     Json,
+}
+
+impl InputOpts {
+    /// The library's options: `auto` leaves the format to detection.
+    pub fn open(&self) -> lockcast::capture::OpenOptions {
+        lockcast::capture::OpenOptions {
+            format: lockcast::parsers::detect::Format::from_name(&self.format),
+            lenient: self.lenient,
+        }
+    }
 }
 
 impl OutFormatArg {
@@ -275,12 +269,24 @@ pub enum ToArg {
     Json,
 }
 
+impl ToArg {
+    /// The library's file format.
+    pub fn file_format(self) -> lockcast::output::write::FileFormat {
+        use lockcast::output::write::FileFormat;
+        match self {
+            ToArg::Csv => FileFormat::Csv,
+            ToArg::Parquet => FileFormat::Parquet,
+            ToArg::Json => FileFormat::Json,
+        }
+    }
+}
+
 /// Options shared by every command that reads captures.
 #[derive(Debug, Clone, Args)]
 pub struct InputOpts {
     /// Input format (`--format` is the output format of report and diff).
-    #[arg(long = "input-format", value_enum, default_value_t = FormatArg::Auto)]
-    pub format: FormatArg,
+    #[arg(long = "input-format", value_parser = input_formats(), default_value = "auto")]
+    pub format: String,
     /// Skip malformed lines (they are counted and the first ones reported) instead of failing.
     #[arg(long)]
     pub lenient: bool,
@@ -297,7 +303,8 @@ pub struct ParseArgs {
     /// Output format (default: from the -o extension).
     #[arg(long, value_enum)]
     pub to: Option<ToArg>,
-    /// Output file (`.csv`, `.parquet`, `.json`), or a directory to get one file per table.
+    /// Output file (`.csv`, `.parquet`, `.json`), a directory to get one file per table
+    /// (Parquet unless --to), or `-` for one table on standard output (CSV unless --to).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Tables to build, comma-separated, or `all` (default: lock_stats). See README "Tables".
@@ -397,3 +404,85 @@ pub struct DemoArgs {
     #[arg(long, short, default_value = "out/demo")]
     pub out: PathBuf,
 }
+
+/// Chart kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotKind {
+    /// Top locks/callers of BASE and PATCHED: contended and total wait, with ratios.
+    Ab,
+    /// Wait-time distribution per lock, log-scaled bins, from 1-3 traces (first = base).
+    Waits,
+    /// Share of time each CPU spent waiting, over the trace (heat map).
+    Timeline,
+    /// Measured vs predicted (with interval) vs after, from `lockcast whatif --json`.
+    Whatif,
+}
+
+/// Grouping of waits into panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitKeyArg {
+    /// Caller when the trace has call chains, else lock address.
+    Auto,
+    /// Caller (needs call chains: perf record -g).
+    Caller,
+    /// Lock address.
+    Lock,
+}
+
+/// `lockcast plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Chart kind.
+    #[arg(value_enum)]
+    pub kind: PlotKind,
+    /// Inputs: `ab` BASE PATCHED (perf lock tables, `path#N`, or traces); `waits` TRACE...;
+    /// `timeline` TRACE; `whatif` FILE.json (`-` = stdin).
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// Output image: the extension picks the format (`.png` or `.svg`).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Title (default: says what is plotted and from what).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Legend text per input, in input order (default: the input's folder and file name).
+    #[arg(long = "label", value_name = "TEXT")]
+    pub labels: Vec<String>,
+    /// Locks or callers shown (default: ab 10, waits 4, whatif all).
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Image size in pixels, WxH (default: fits the content).
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<(u32, u32)>,
+    /// waits: group by caller or lock address.
+    #[arg(long, value_enum, default_value_t = WaitKeyArg::Auto)]
+    pub by: WaitKeyArg,
+    /// timeline: number of time bins.
+    #[arg(long, default_value_t = lockcast::plots::timeline::DEFAULT_BINS)]
+    pub bins: usize,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("expected WxH such as 1200x700, got {s:?}"))?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("expected WxH such as 1200x700, got {s:?}"))
+    };
+    Ok((n(w)?, n(h)?))
+}
+
+/// Examples for `lockcast plot --help`.
+pub const PLOT_HELP: &str = "Examples:
+  lockcast plot ab fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt -o ab.png
+  lockcast plot ab mail.txt#1 mail.txt#2 --label 'w/o patch' --label 'w/ patch' -o ab.svg
+  lockcast plot waits fixtures/replay/micro-16K-r1/script-ns.txt.gz fixtures/replay/micro-4K-r1/script-ns.txt.gz -o waits.png
+  lockcast plot timeline fixtures/traces/micro-16K-g/script-ns.txt.gz -o timeline.png
+  lockcast whatif lru-cache CAPTURE --json | lockcast plot whatif - -o whatif.png
+
+The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
+font packages are needed.";

@@ -1,9 +1,12 @@
-//! Command line: clap structs, dispatch, exit codes. The only place that uses `anyhow`.
+//! Command line: clap structs ([`args`]), dispatch, the choice of renderer, exit codes. The
+//! only place that uses `anyhow`; everything it runs is in the library.
 
 mod args;
-mod commands;
+mod demo;
+mod parse;
 mod plot;
-mod tables;
+mod report;
+mod warn;
 mod whatif;
 
 use std::io::{self, Write};
@@ -12,11 +15,25 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub use args::Cli;
+use args::Command;
+
+/// Dispatch a parsed command line.
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Parse(a) => parse::run(a),
+        Command::Report(a) => report::report(a),
+        Command::Diff(a) => report::diff(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Whatif(a) => whatif::whatif(a),
+        Command::Validate(a) => whatif::validate(a),
+        Command::Plot(a) => plot::plot(a),
+    }
+}
 
 /// Parse arguments, run, print errors, and map them to the documented exit codes.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match commands::run(cli) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if is_broken_pipe(&e) {

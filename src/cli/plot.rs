@@ -1,89 +1,17 @@
 //! `lockcast plot KIND INPUT... -o FILE.png|svg`: charts from captures and what-if results.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
 
 use lockcast::analyses::diff;
+use lockcast::capture::{load, OpenOptions};
 use lockcast::input;
 use lockcast::plots::{self, ab::AbChart, timeline, waits, whatif};
 use lockcast::Error;
 
-use super::args::InputOpts;
-use super::commands::{load, load_one_table};
-
-/// Chart kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlotKind {
-    /// Top locks/callers of BASE and PATCHED: contended and total wait, with ratios.
-    Ab,
-    /// Wait-time distribution per lock, log-scaled bins, from 1-3 traces (first = base).
-    Waits,
-    /// Share of time each CPU spent waiting, over the trace (heat map).
-    Timeline,
-    /// Measured vs predicted (with interval) vs after, from `lockcast whatif --json`.
-    Whatif,
-}
-
-/// Grouping of waits into panels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitKeyArg {
-    /// Caller when the trace has call chains, else lock address.
-    Auto,
-    /// Caller (needs call chains: perf record -g).
-    Caller,
-    /// Lock address.
-    Lock,
-}
-
-/// `lockcast plot`.
-#[derive(Debug, Args)]
-pub struct PlotArgs {
-    /// Chart kind.
-    #[arg(value_enum)]
-    pub kind: PlotKind,
-    /// Inputs: `ab` BASE PATCHED (perf lock tables, `path#N`, or traces); `waits` TRACE...;
-    /// `timeline` TRACE; `whatif` FILE.json (`-` = stdin).
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
-    #[command(flatten)]
-    pub input: InputOpts,
-    /// Output image: the extension picks the format (`.png` or `.svg`).
-    #[arg(short, long)]
-    pub output: PathBuf,
-    /// Title (default: says what is plotted and from what).
-    #[arg(long)]
-    pub title: Option<String>,
-    /// Legend text per input, in input order (default: the input's folder and file name).
-    #[arg(long = "label", value_name = "TEXT")]
-    pub labels: Vec<String>,
-    /// Locks or callers shown (default: ab 10, waits 4, whatif all).
-    #[arg(long)]
-    pub top: Option<usize>,
-    /// Image size in pixels, WxH (default: fits the content).
-    #[arg(long, value_parser = parse_size)]
-    pub size: Option<(u32, u32)>,
-    /// waits: group by caller or lock address.
-    #[arg(long, value_enum, default_value_t = WaitKeyArg::Auto)]
-    pub by: WaitKeyArg,
-    /// timeline: number of time bins.
-    #[arg(long, default_value_t = timeline::DEFAULT_BINS)]
-    pub bins: usize,
-}
-
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("expected WxH such as 1200x700, got {s:?}"))?;
-    let n = |v: &str| {
-        v.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("expected WxH such as 1200x700, got {s:?}"))
-    };
-    Ok((n(w)?, n(h)?))
-}
+use super::args::{PlotArgs, PlotKind, WaitKeyArg};
 
 fn need(a: &PlotArgs, min: usize, max: usize, what: &str) -> Result<(), Error> {
     let n = a.inputs.len();
@@ -124,9 +52,10 @@ pub fn plot(a: PlotArgs) -> Result<()> {
     match a.kind {
         PlotKind::Ab => {
             need(&a, 2, 2, "BASE PATCHED")?;
-            let (bn, b) = load_one_table(&a.inputs[0], &a.input)?;
-            let (pn, p) = load_one_table(&a.inputs[1], &a.input)?;
-            let d = diff::diff(&bn, &b, &pn, &p);
+            let open = a.input.open();
+            let b = load::one_table(&a.inputs[0], &open)?;
+            let p = load::one_table(&a.inputs[1], &open)?;
+            let d = diff::diff(&b.name, &b.rows, &p.name, &p.rows);
             let mut chart = AbChart::from_diff(&d, a.top.unwrap_or(10));
             if let Some(l) = a.labels.first() {
                 chart.base_label = l.clone();
@@ -200,10 +129,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
 /// the 16K and 4K replay traces, and the per-CPU timeline of the `-g` trace. Returns the file
 /// names written into `out`.
 pub fn demo_plots(fixtures: &Path, out: &Path, cap_diff: &diff::Diff) -> Result<Vec<String>> {
-    let opts = InputOpts {
-        format: super::args::FormatArg::Auto,
-        lenient: false,
-    };
+    let opts = OpenOptions::default();
     let f = |p: &str| fixtures.join(p).to_string_lossy().into_owned();
     let mut written = Vec::new();
     let mut put = |name: &str, chart: &dyn Fn(&Path) -> Result<(), Error>| -> Result<()> {
@@ -241,15 +167,15 @@ pub fn demo_plots(fixtures: &Path, out: &Path, cap_diff: &diff::Diff) -> Result<
     Ok(written)
 }
 
-fn demo_trace(spec: &str, opts: &InputOpts) -> Result<polars::prelude::DataFrame, Error> {
-    load(spec, opts)?
+fn demo_trace(spec: &str, opts: &OpenOptions) -> Result<polars::prelude::DataFrame, Error> {
+    load::load(spec, opts)?
         .trace
         .map(|t| t.contention)
         .ok_or_else(|| Error::Input(format!("{spec}: expected an event trace")))
 }
 
 fn trace_of(spec: &str, a: &PlotArgs) -> Result<polars::prelude::DataFrame, Error> {
-    let l = load(spec, &a.input)?;
+    let l = load::load(spec, &a.input.open())?;
     match l.trace {
         Some(t) => Ok(t.contention),
         None => Err(Error::Input(format!(
@@ -275,13 +201,3 @@ fn save(chart: &impl plots::Chart, a: &PlotArgs, items: usize) -> Result<()> {
     Ok(())
 }
 
-/// Examples for `lockcast plot --help`.
-pub const AFTER_HELP: &str = "Examples:
-  lockcast plot ab fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt -o ab.png
-  lockcast plot ab mail.txt#1 mail.txt#2 --label 'w/o patch' --label 'w/ patch' -o ab.svg
-  lockcast plot waits fixtures/replay/micro-16K-r1/script-ns.txt.gz fixtures/replay/micro-4K-r1/script-ns.txt.gz -o waits.png
-  lockcast plot timeline fixtures/traces/micro-16K-g/script-ns.txt.gz -o timeline.png
-  lockcast whatif lru-cache CAPTURE --json | lockcast plot whatif - -o whatif.png
-
-The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
-font packages are needed.";

@@ -4,26 +4,26 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use lockcast::output::sheet::{Cell, Column, Sheet};
 use lockcast::output::table::Align;
 use lockcast::units::perf_time;
 use lockcast::whatif::des::Metrics;
 use lockcast::whatif::trace::Observation;
-use lockcast::whatif::{self, policy, summary, Outcome};
+use lockcast::whatif::{self, policy, registry, summary, Outcome};
 use lockcast::Error;
 
-use lockcast::parsers::detect::{self, Format};
+use lockcast::capture::{self, load, OpenOptions};
+use lockcast::parsers::detect::Content;
 
-use super::args::{
-    EngineOpts, FormatArg, InputOpts, ObservationArg, OutFormatArg, ValidateArgs, WhatifArgs,
-};
+use super::args::{EngineOpts, ObservationArg, OutFormatArg, ValidateArgs, WhatifArgs};
 
 pub fn whatif(a: WhatifArgs) -> Result<()> {
     let set = parse_set(&a.engine.set)?;
-    // work what-ifs (issue 7) read a capture directory: src/whatif/work/
-    if whatif::work::is_work_policy(&a.policy) {
+    let info = registry::find(&a.policy)?;
+    // work what-ifs read a capture directory: src/whatif/work/
+    if let registry::Engine::Work(_) = info.engine {
         let o = whatif::work::run(&a.policy, &a.capture, &set)?;
         let out = if a.engine.json || a.engine.format == OutFormatArg::Json {
             serde_json::to_string_pretty(&o)? + "\n"
@@ -34,12 +34,21 @@ pub fn whatif(a: WhatifArgs) -> Result<()> {
         return Ok(());
     }
     if is_table(&a.capture)? {
-        let opts = InputOpts {
-            format: FormatArg::Auto,
+        let opts = OpenOptions {
+            format: None,
             lenient: a.engine.lenient,
         };
-        let (source, rows) = super::commands::load_one_table(&a.capture, &opts)?;
-        let s = summary::run(&a.policy, &source, &rows, &set)?;
+        let t = load::one_table(&a.capture, &opts)?;
+        let Some(closed_form) = info.summary else {
+            return Err(Error::Usage(format!(
+                "{}: a perf lock table supports only the closed-form model of {}; replay an event trace for {}",
+                a.policy,
+                closed_form_policies(),
+                a.policy
+            ))
+            .into());
+        };
+        let s = closed_form(&a.policy, &t.name, &t.rows, &set)?;
         let out = if a.engine.json || a.engine.format == OutFormatArg::Json {
             serde_json::to_string_pretty(&s)? + "\n"
         } else {
@@ -63,6 +72,15 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     Ok(())
 }
 
+fn closed_form_policies() -> String {
+    registry::POLICIES
+        .iter()
+        .filter(|p| p.summary.is_some())
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A perf lock table (closed-form model) rather than an event trace (replay)?
 fn is_table(spec: &str) -> Result<bool, Error> {
     let path = lockcast::input::InputSpec::parse(spec).path;
@@ -71,9 +89,9 @@ fn is_table(spec: &str) -> Result<bool, Error> {
         // as such by the trace reader)
         return Ok(false);
     }
-    let mut r = lockcast::input::open(&path)?;
-    let f = detect::detect(&mut r).map_err(|e| Error::io(&path, e))?;
-    Ok(matches!(f, Some(Format::PerfLock) | None))
+    let spec = lockcast::input::InputSpec::parse(spec);
+    let f = capture::format_of(&spec, &OpenOptions::default())?;
+    Ok(f.content() == Content::LockTables)
 }
 
 /// Read the AFTER capture of `validate`: what it measured, and for folio-size the target size
@@ -85,20 +103,8 @@ fn read_after(
     e: &EngineOpts,
 ) -> Result<Metrics, Error> {
     let after = whatif::trace::read(path, e.lenient)?;
-    if policy == "folio-size" {
-        if !set.contains_key("folio_kb") {
-            let kb = whatif::context(&after).folio_kb.ok_or_else(|| {
-                Error::Usage(format!(
-                    "{path}: no meta file with mthp_size; pass --set folio_kb=N"
-                ))
-            })?;
-            set.insert("folio_kb".into(), kb.to_string());
-        }
-        if !set.contains_key("time_scale") && !set.contains_key("target_duration_ns") {
-            if let Some(d) = after.meta_f64("untraced_duration_ns") {
-                set.insert("target_duration_ns".into(), d.to_string());
-            }
-        }
+    if let Some(defaults) = registry::find(policy)?.after_defaults {
+        defaults(&after, set)?;
     }
     let rec = whatif::reconstruct::reconstruct(&after, &reconstruct_opts(e))?;
     Ok(whatif::measured(&rec))
@@ -191,14 +197,7 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
 }
 
 fn parse_set(items: &[String]) -> Result<BTreeMap<String, String>, Error> {
-    let mut m = BTreeMap::new();
-    for it in items {
-        let (k, v) = it
-            .split_once('=')
-            .ok_or_else(|| Error::Usage(format!("--set {it}: expected KEY=VALUE")))?;
-        m.insert(k.trim().to_string(), v.trim().to_string());
-    }
-    Ok(m)
+    whatif::params::pairs(items)
 }
 
 fn reconstruct_opts(e: &EngineOpts) -> whatif::reconstruct::Options {
@@ -254,13 +253,13 @@ fn observer_note(capture: &str) -> Option<String> {
     if !full.exists() || !only.exists() {
         return None;
     }
-    let opts = InputOpts {
-        format: FormatArg::Auto,
+    let opts = OpenOptions {
+        format: None,
         lenient: true,
     };
     let total = |p: &std::path::Path| -> Option<u64> {
-        let (_, rows) = super::commands::load_one_table(&p.to_string_lossy(), &opts).ok()?;
-        Some(rows.iter().filter_map(|r| r.contended).sum())
+        let t = load::one_table(&p.to_string_lossy(), &opts).ok()?;
+        Some(t.rows.iter().filter_map(|r| r.contended).sum())
     };
     let (f, l) = (total(&full)?, total(&only)?);
     (f > 0).then(|| {
@@ -278,60 +277,9 @@ fn observer_note(capture: &str) -> Option<String> {
     })
 }
 
-fn metrics_json(m: &Metrics) -> Value {
-    json!({
-        "acquisitions": m.acquisitions,
-        "contended": m.contended,
-        "total_wait_ns": m.total_wait_ns,
-        "avg_wait_ns": m.avg_wait_ns().round() as i64,
-        "max_wait_ns": m.max_wait_ns,
-    })
-}
-
-fn err(pred: f64, meas: f64) -> Value {
-    if meas == 0.0 {
-        Value::Null
-    } else {
-        json!(((pred - meas) / meas * 10000.0).round() / 10000.0)
-    }
-}
-
-/// JSON of an outcome: the keys of issue #4 in `rows` (one per modelled lock), the rest beside.
+/// JSON of an outcome: the library's typed report.
 pub fn outcome_json(o: &Outcome, after: Option<(&str, &Metrics)>) -> Value {
-    let r3 = |x: Option<f64>| x.map(|v| (v * 1000.0).round() / 1000.0);
-    let mut row = json!({
-        "policy": o.policy,
-        "lock": o.lock,
-        "measured": metrics_json(&o.measured),
-        "replayed": metrics_json(&o.replayed),
-        "predicted": metrics_json(&o.predicted),
-        "ratio_contended": r3(o.ratio_contended()),
-        "ratio_total_wait": r3(o.ratio_total_wait()),
-        "interval": {"low": metrics_json(&o.interval.low), "high": metrics_json(&o.interval.high)},
-        "replayed_interval": {"low": metrics_json(&o.replayed_interval.low), "high": metrics_json(&o.replayed_interval.high)},
-    });
-    if let Some((path, m)) = after {
-        row["after"] = metrics_json(m);
-        row["after_capture"] = json!(path);
-        row["error"] = json!({
-            "acquisitions": err(o.predicted.acquisitions as f64, m.acquisitions as f64),
-            "contended": err(o.predicted.contended as f64, m.contended as f64),
-            "total_wait_ns": err(o.predicted.total_wait_ns as f64, m.total_wait_ns as f64),
-        });
-    }
-    json!({
-        "policy": o.policy,
-        "params": o.params,
-        "capture": o.capture,
-        "observation": whatif::obs_name(o.observation),
-        "observation_source": o.observation_source,
-        "rows": [row],
-        "calibration": o.calibration,
-        "identities": o.identities,
-        "by_path": o.by_path,
-        "sensitivity": o.sensitivity,
-        "notes": o.notes,
-    })
+    serde_json::to_value(whatif::report::Report::new(o, after)).unwrap_or(Value::Null)
 }
 
 /// The by-path table: what `perf lock contention` prints per caller, measured and replayed,
@@ -490,11 +438,9 @@ pub fn demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<Str
         "\n== 6. What-if from the seed's table alone (closed-form model, 20 threads, 16K folios)"
     )?;
     let seed = f("seeds/lru-cache-small-large-folios-rfc-v3.txt");
-    let opts = InputOpts {
-        format: FormatArg::Auto,
-        lenient: false,
-    };
-    let (source, rows) = super::commands::load_one_table(&format!("{seed}#1"), &opts)?;
+    let opts = OpenOptions::default();
+    let t = load::one_table(&format!("{seed}#1"), &opts)?;
+    let (source, rows) = (t.name, t.rows);
     let mut set = BTreeMap::new();
     set.insert("folio_kb".to_string(), "16".to_string());
     set.insert("cpus".to_string(), "20".to_string());

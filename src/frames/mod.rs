@@ -6,6 +6,7 @@ pub mod contention;
 pub mod events;
 pub mod lock_stats;
 pub mod schema;
+pub mod table;
 
 use polars::prelude::*;
 

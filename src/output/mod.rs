@@ -6,4 +6,6 @@ pub mod perf_text;
 pub mod sheet;
 pub mod stream;
 pub mod table;
+pub mod target;
+pub mod terminal;
 pub mod write;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::write::{write_frame, FileFormat};
+use super::target::Dest;
+use super::write::{write_frame_to, FileFormat};
 use crate::error::{Error, Result};
 
 enum State {
@@ -25,7 +26,7 @@ enum State {
 
 /// A table file being written.
 pub struct TableWriter {
-    path: PathBuf,
+    dest: Dest,
     format: FileFormat,
     state: State,
     /// An empty frame kept for its schema, in case no rows ever come.
@@ -36,8 +37,13 @@ pub struct TableWriter {
 impl TableWriter {
     /// A writer of `path` in `format`; nothing is created before the first frame.
     pub fn new(path: &Path, format: FileFormat) -> Self {
+        Self::to(Dest::File(path.to_path_buf()), format)
+    }
+
+    /// A writer of a file or of standard output (collected, written at [`TableWriter::finish`]).
+    pub fn to(dest: Dest, format: FileFormat) -> Self {
         TableWriter {
-            path: path.to_path_buf(),
+            dest,
             format,
             state: State::Empty,
             schema: None,
@@ -46,8 +52,8 @@ impl TableWriter {
     }
 
     /// Where the table goes.
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn dest(&self) -> &Dest {
+        &self.dest
     }
 
     /// Rows written so far.
@@ -56,7 +62,7 @@ impl TableWriter {
     }
 
     fn ctx(&self) -> impl Fn(PolarsError) -> Error + '_ {
-        move |e| Error::polars(format!("writing {}", self.path.display()), e)
+        move |e| Error::polars(format!("writing {}", self.dest.display()), e)
     }
 
     /// Append one frame (all frames of a table have the same schema).
@@ -69,12 +75,12 @@ impl TableWriter {
         }
         self.rows += df.height() as u64;
         if matches!(self.state, State::Empty) {
-            self.state = match self.format {
-                FileFormat::Parquet => self.open_parquet(&df)?,
+            self.state = match (&self.dest, self.format) {
+                (Dest::File(path), FileFormat::Parquet) => self.open_parquet(path, &df)?,
                 _ => State::Memory(Vec::new()),
             };
         }
-        let ctx = |e| Error::polars(format!("writing {}", self.path.display()), e);
+        let ctx = |e| Error::polars(format!("writing {}", self.dest.display()), e);
         match &mut self.state {
             State::Parquet { writer, .. } => writer.write_batch(&df).map_err(ctx),
             State::Memory(v) => {
@@ -85,8 +91,8 @@ impl TableWriter {
         }
     }
 
-    fn open_parquet(&self, df: &DataFrame) -> Result<State> {
-        let dir = match self.path.parent() {
+    fn open_parquet(&self, path: &Path, df: &DataFrame) -> Result<State> {
+        let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
@@ -99,7 +105,7 @@ impl TableWriter {
         let file = tmp
             .as_file()
             .try_clone()
-            .map_err(|e| Error::io(self.path.display(), e))?;
+            .map_err(|e| Error::io(path.display(), e))?;
         let writer = ParquetWriter::new(file)
             .with_compression(ParquetCompression::Zstd(None))
             .batched(df.schema())
@@ -118,20 +124,23 @@ impl TableWriter {
         };
         let state = std::mem::replace(&mut self.state, State::Empty);
         match state {
-            State::Empty => write_frame(&schema, &self.path, self.format)?,
+            State::Empty => write_frame_to(&schema, &self.dest, self.format)?,
             State::Parquet { tmp, writer } => {
                 writer.finish().map_err(self.ctx())?;
                 drop(writer);
-                super::write::output_mode(tmp.path(), &self.path)?;
-                tmp.persist(&self.path)
-                    .map_err(|e| Error::io(self.path.display(), e.error))?;
+                let Dest::File(path) = &self.dest else {
+                    return Err(Error::Input("parquet stream to standard output".into()));
+                };
+                super::write::output_mode(tmp.path(), path)?;
+                tmp.persist(path)
+                    .map_err(|e| Error::io(path.display(), e.error))?;
             }
             State::Memory(frames) => {
                 let mut all = schema;
                 for f in &frames {
                     all.vstack_mut(f).map_err(self.ctx())?;
                 }
-                write_frame(&all, &self.path, self.format)?;
+                write_frame_to(&all, &self.dest, self.format)?;
             }
         }
         Ok(self.rows)

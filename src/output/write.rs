@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::Serialize;
 
+use super::target::Dest;
 use crate::error::{Error, Result};
 
 /// File formats for tables.
@@ -94,29 +95,41 @@ fn current_umask() -> u32 {
 
 /// Write one frame to `path` in `format`.
 pub fn write_frame(df: &DataFrame, path: &Path, format: FileFormat) -> Result<()> {
-    let ctx = |e: PolarsError| Error::polars(format!("writing {}", path.display()), e);
-    match format {
-        FileFormat::Csv => {
-            let mut flat = flatten_lists(df).map_err(ctx)?;
-            atomic_write(path, |w| CsvWriter::new(w).finish(&mut flat).map_err(ctx))
-        }
-        FileFormat::Parquet => {
-            let mut df = df.clone();
-            atomic_write(path, |w| {
+    write_frame_to(df, &Dest::File(path.to_path_buf()), format)
+}
+
+/// Write one frame to a file (atomically) or to standard output.
+pub fn write_frame_to(df: &DataFrame, dest: &Dest, format: FileFormat) -> Result<()> {
+    let name = dest.display();
+    let ctx = |e: PolarsError| Error::polars(format!("writing {name}"), e);
+    let body = |w: &mut dyn Write| -> Result<()> {
+        match format {
+            FileFormat::Csv => {
+                let mut flat = flatten_lists(df).map_err(ctx)?;
+                CsvWriter::new(w).finish(&mut flat).map_err(ctx)
+            }
+            FileFormat::Parquet => {
+                let mut df = df.clone();
                 ParquetWriter::new(w)
                     .with_compression(ParquetCompression::Zstd(None))
                     .finish(&mut df)
                     .map(|_| ())
                     .map_err(ctx)
-            })
-        }
-        FileFormat::Json => {
-            let v = frame_to_json(df).map_err(ctx)?;
-            atomic_write(path, |w| {
+            }
+            FileFormat::Json => {
+                let v = frame_to_json(df).map_err(ctx)?;
                 serde_json::to_writer_pretty(&mut *w, &v)
-                    .map_err(|e| Error::io(path.display(), e.into()))?;
-                w.write_all(b"\n").map_err(|e| Error::io(path.display(), e))
-            })
+                    .map_err(|e| Error::io(&name, e.into()))?;
+                w.write_all(b"\n").map_err(|e| Error::io(&name, e))
+            }
+        }
+    };
+    match dest {
+        Dest::File(path) => atomic_write(path, body),
+        Dest::Stdout => {
+            let mut out = std::io::stdout().lock();
+            body(&mut out)?;
+            out.flush().map_err(|e| Error::io(&name, e))
         }
     }
 }

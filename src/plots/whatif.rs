@@ -1,49 +1,51 @@
 //! What-if chart: per lock, the baseline as measured, the prediction under a policy with its
 //! interval, and (when given) what the changed kernel measured afterwards.
 //!
-//! The input is the JSON of `lockcast whatif --json`: per lock rows with `policy`, `lock`,
-//! `measured`, `replayed`, `predicted` (each `{acquisitions, contended, total_wait_ns}`),
-//! `ratio_contended`, `ratio_total_wait` (measured / predicted), `interval` (`{low, high}`,
-//! each `{contended, total_wait_ns}`) and optionally `after` (shaped like `measured`).
-//! [`WhatIfRow`] is that row; callers holding the engine's result can fill it in directly.
+//! The input is the what-if report ([`crate::whatif::report::Report`], the JSON of
+//! `lockcast whatif --json` and `validate --json`), read with the same type that wrote it;
+//! [`WhatIfRow`] is the chart's view of one of its rows.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::bars::{Bars, Panel, Series};
 use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, AFTER, BASE, PATCHED};
 use crate::error::{Error, Result};
+use crate::whatif::report::{Counts, Report, Row};
 use crate::units::ratio;
 
-/// Counts and wait of one lock in one setting. Numbers are `f64` because a prediction may be
-/// a mean over replays; measured values are whole numbers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Counts and wait of one lock in one setting (`None`: not known for this row).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Metrics {
-    /// Lock acquisitions (null when the input had none, e.g. a contention table).
-    #[serde(default)]
+    /// Lock acquisitions.
     pub acquisitions: Option<f64>,
     /// Contended acquisitions.
-    #[serde(default)]
     pub contended: Option<f64>,
     /// Total wait, ns.
-    #[serde(default)]
     pub total_wait_ns: Option<f64>,
 }
 
+impl From<&Counts> for Metrics {
+    fn from(c: &Counts) -> Self {
+        Metrics {
+            acquisitions: Some(c.acquisitions as f64),
+            contended: Some(c.contended as f64),
+            total_wait_ns: Some(c.total_wait_ns as f64),
+        }
+    }
+}
+
 /// One end of a prediction interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Bound {
     /// Contended acquisitions.
-    #[serde(default)]
     pub contended: Option<f64>,
     /// Total wait, ns.
-    #[serde(default)]
     pub total_wait_ns: Option<f64>,
 }
 
 /// The prediction interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Interval {
     /// Lower end.
     pub low: Bound,
@@ -51,37 +53,54 @@ pub struct Interval {
     pub high: Bound,
 }
 
-/// One row of `lockcast whatif --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One lock of the chart, from one row of a what-if [`Report`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct WhatIfRow {
-    /// Policy name, or an object with its name and parameters.
-    #[serde(default)]
+    /// Policy name.
     pub policy: serde_json::Value,
-    /// Lock (or `total`).
+    /// Lock.
     pub lock: String,
     /// The baseline as measured.
     pub measured: Metrics,
     /// The baseline as replayed with no change (model fidelity).
-    #[serde(default)]
     pub replayed: Option<Metrics>,
     /// The prediction under the policy.
     pub predicted: Metrics,
-    /// measured / predicted contended.
-    #[serde(default)]
+    /// replayed / predicted contended (the report's reduction factor).
     pub ratio_contended: Option<f64>,
-    /// measured / predicted total wait.
-    #[serde(default)]
+    /// replayed / predicted total wait.
     pub ratio_total_wait: Option<f64>,
     /// Interval of the prediction.
-    #[serde(default)]
     pub interval: Option<Interval>,
-    /// Measured on the changed kernel, when known.
-    #[serde(default)]
+    /// Measured on the changed kernel, when known (`validate`).
     pub after: Option<Metrics>,
 }
 
+impl From<&Row> for WhatIfRow {
+    fn from(r: &Row) -> Self {
+        let bound = |c: &Counts| Bound {
+            contended: Some(c.contended as f64),
+            total_wait_ns: Some(c.total_wait_ns as f64),
+        };
+        WhatIfRow {
+            policy: serde_json::Value::String(r.policy.clone()),
+            lock: r.lock.clone(),
+            measured: Metrics::from(&r.measured),
+            replayed: Some(Metrics::from(&r.replayed)),
+            predicted: Metrics::from(&r.predicted),
+            ratio_contended: r.ratio_contended,
+            ratio_total_wait: r.ratio_total_wait,
+            interval: Some(Interval {
+                low: bound(&r.interval.low),
+                high: bound(&r.interval.high),
+            }),
+            after: r.after.as_ref().map(Metrics::from),
+        }
+    }
+}
+
 /// The what-if chart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WhatIfChart {
     /// Title (defaults to the policy).
     pub title: String,
@@ -127,56 +146,21 @@ fn scalar(v: &serde_json::Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
-fn looks_like_row(v: &serde_json::Value) -> bool {
-    v.get("lock").is_some() && v.get("measured").is_some() && v.get("predicted").is_some()
-}
-
-/// Rows of a `lockcast whatif --json` document: a bare array of rows, an object holding the
-/// rows in an array field (and possibly a total row in another field), or a single row.
+/// The rows of a what-if report (`lockcast whatif --json` / `validate --json`).
 pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<WhatIfRow>> {
-    let bad = |e: serde_json::Error| {
+    let report: Report = serde_json::from_str(text).map_err(|e| {
         Error::Input(format!(
-            "{source}:{}:{}: what-if JSON: {e}",
+            "{source}:{}:{}: expected the JSON report of `lockcast whatif --json`: {e}",
             e.line(),
             e.column()
         ))
-    };
-    let v: serde_json::Value = serde_json::from_str(text).map_err(bad)?;
-    let rows_in = |x: &'_ serde_json::Value| -> Vec<serde_json::Value> {
-        x.as_array()
-            .map(|a| a.iter().filter(|r| looks_like_row(r)).cloned().collect())
-            .unwrap_or_default()
-    };
-    let mut found: Vec<serde_json::Value> = Vec::new();
-    if looks_like_row(&v) {
-        found.push(v.clone());
-    } else if v.is_array() {
-        found = rows_in(&v);
-    } else if let Some(m) = v.as_object() {
-        for x in m.values() {
-            if looks_like_row(x) {
-                found.push(x.clone());
-            } else {
-                found.extend(rows_in(x));
-            }
-        }
-    }
-    if found.is_empty() {
+    })?;
+    if report.rows.is_empty() {
         return Err(Error::Input(format!(
-            "{source}: no what-if rows (objects with lock, measured and predicted) in the JSON"
+            "{source}: the what-if report has no rows"
         )));
     }
-    let policy = v.get("policy").cloned();
-    found
-        .into_iter()
-        .map(|x| {
-            let mut row: WhatIfRow = serde_json::from_value(x).map_err(bad)?;
-            if row.policy.is_null() {
-                row.policy = policy.clone().unwrap_or_default();
-            }
-            Ok(row)
-        })
-        .collect()
+    Ok(report.rows.iter().map(WhatIfRow::from).collect())
 }
 
 impl WhatIfChart {
@@ -318,8 +302,9 @@ impl Chart for WhatIfChart {
 mod tests {
     use super::*;
 
-    /// A hand-built example of the documented schema (not a capture): the lruvec lock and
-    /// the total, with an `after` measurement on the lock row only.
+    /// Hand-built chart rows (drawing only: the chart's input from a real report is tested in
+    /// tests/it/plots.rs): the lruvec lock and the total, with an `after` measurement on the
+    /// lock row only.
     pub(crate) fn example() -> Vec<WhatIfRow> {
         let m = |a: f64, c: f64, t: f64| Metrics {
             acquisitions: Some(a),
@@ -361,38 +346,6 @@ mod tests {
     }
 
     #[test]
-    fn rows_round_trip_through_the_documented_json() {
-        let rows = example();
-        let text =
-            serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap_or_default();
-        // The keys the lead's `whatif --json` documents must be what we read.
-        for key in [
-            "\"policy\"",
-            "\"lock\"",
-            "\"measured\"",
-            "\"replayed\"",
-            "\"predicted\"",
-            "\"acquisitions\"",
-            "\"ratio_contended\"",
-            "\"ratio_total_wait\"",
-            "\"interval\"",
-            "\"low\"",
-            "\"high\"",
-            "\"after\"",
-        ] {
-            assert!(text.contains(key), "{key} missing");
-        }
-        let back = rows_from_json(&text, "example.json").unwrap_or_default();
-        assert_eq!(back, rows);
-        let bare = serde_json::to_string(&rows).unwrap_or_default();
-        assert_eq!(rows_from_json(&bare, "bare.json").unwrap_or_default(), rows);
-        assert_eq!(
-            policy_text(&rows[0].policy),
-            "lru-cache (max_cached_pages=31)"
-        );
-    }
-
-    #[test]
     fn renders_the_example_as_png_and_svg() {
         let chart = WhatIfChart::new(example());
         let png =
@@ -415,7 +368,9 @@ mod tests {
     #[test]
     fn json_without_rows_is_bad_input() {
         let e = rows_from_json("{\"x\": 1}", "x.json").err();
-        assert!(matches!(e, Some(Error::Input(m)) if m.contains("no what-if rows")));
+        assert!(
+            matches!(e, Some(Error::Input(m)) if m.starts_with("x.json:1:") && m.contains("report of `lockcast whatif --json`"))
+        );
         let e = rows_from_json("{\n  \"rows\": [", "y.json").err();
         assert!(matches!(e, Some(Error::Input(m)) if m.starts_with("y.json:2:")));
     }

@@ -48,7 +48,7 @@ pub struct Samples {
 }
 
 /// The fitted hold model. Times in ns (f64: medians and slopes, not stamps).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Calibration {
     /// Per-folio add-side cost.
     pub s1_add: f64,
@@ -262,23 +262,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     }
 }
 
-/// Median; `None` for no data.
-pub fn median(v: &[f64]) -> Option<f64> {
-    quantile(v, 0.5)
-}
-
-/// Linear-interpolated quantile; `None` for no data.
-pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut w = v.to_vec();
-    w.sort_by(f64::total_cmp);
-    let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    Some(w[lo] + (w[hi] - w[lo]) * (pos - lo as f64))
-}
+pub use crate::stats::{median, quantile};
 
 /// Least squares `y = a + b·x`; `None` when x has no spread.
 fn ols(p: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -298,8 +282,8 @@ fn ols(p: &[(f64, f64)]) -> Option<(f64, f64)> {
 }
 
 /// A bootstrap replicate: every sample vector resampled with replacement.
-pub fn resample(s: &Samples, rng: &mut super::rng::Rng) -> Samples {
-    fn pick<T: Clone>(v: &[T], rng: &mut super::rng::Rng) -> Vec<T> {
+pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
+    fn pick<T: Clone>(v: &[T], rng: &mut crate::stats::Rng) -> Vec<T> {
         (0..v.len())
             .map(|_| v[rng.below(v.len())].clone())
             .collect()

@@ -16,7 +16,7 @@ use super::policy::Request;
 use super::trace::{Observation, Via};
 
 /// What a replay counts (the same quantities `perf lock contention` prints, for one lock).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Metrics {
     /// Lock acquisitions.
     pub acquisitions: u64,
@@ -44,7 +44,7 @@ impl Metrics {
 }
 
 /// One path's share of a replay (requests grouped by [`Request::via`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PathMetrics {
     /// Lock acquisitions.
     pub acquisitions: u64,

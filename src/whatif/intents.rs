@@ -228,7 +228,7 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
         mark_zaps(s);
         v0.push(s.first().map(|i| i.v()).unwrap_or(0));
     }
-    let med = |v: &[f64]| super::calibrate::median(v).map(|x| x.round() as i64);
+    let med = |v: &[f64]| crate::stats::median(v).map(|x| x.round() as i64);
     let delay_large = med(&d_large).or(med(&d_full)).unwrap_or(0);
     let delay_full = med(&d_full).or(med(&d_large)).unwrap_or(0);
     Intents {

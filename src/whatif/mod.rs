@@ -14,9 +14,11 @@
 pub mod calibrate;
 pub mod des;
 pub mod intents;
+pub mod params;
 pub mod policy;
 pub mod reconstruct;
-pub mod rng;
+pub mod registry;
+pub mod report;
 pub mod summary;
 pub mod trace;
 pub mod work;
@@ -72,7 +74,7 @@ pub struct Range {
 
 /// Counting identities (issue #4 validation 1): the kernel's batching rule applied to the
 /// reconstructed folio stream must give back the capture's own drain count.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Identities {
     /// Pages put on the LRU.
     pub pages_added: u64,
@@ -108,7 +110,7 @@ pub struct Identities {
 
 /// One kernel path's lock traffic: measured (traced waits by call chain), replayed (no
 /// change) and predicted.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PathRow {
     /// The path.
     pub via: Via,
@@ -128,7 +130,7 @@ pub struct PathRow {
 }
 
 /// One row of the sensitivity table: a calibration choice changed, everything else fixed.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Sensitivity {
     /// What was changed.
     pub choice: String,
@@ -241,7 +243,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let alts = policy.alternatives();
     let mut variants: Vec<&dyn Policy> = vec![policy];
     variants.extend(alts.iter().map(|b| b.as_ref()));
-    let mut rng = rng::Rng::new(o.seed);
+    let mut rng = crate::stats::Rng::new(o.seed);
     let bar = progress_bar(o, (o.bootstrap * (1 + variants.len())) as u64);
     let mut boot_pred: Vec<Vec<Metrics>> = vec![Vec::new(); variants.len()];
     let mut boot_base: Vec<Metrics> = Vec::new();
@@ -340,26 +342,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         *identities.drain_sites.entry(name.to_string()).or_default() += 1;
     }
     let mut notes = Vec::new();
-    if policy.name() == "fbatch-drain" {
-        let unknown: u64 = rec
-            .holds
-            .iter()
-            .filter(|h| {
-                h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == trace::NO_SITE
-            })
-            .count() as u64;
-        if unknown > 0 {
-            notes.push(format!(
-                "{unknown} explicit drains have no lru_add_drain* frame in a call chain (no -g on \
-                 pagemap:mm_lru_insertion, or a batch-full drain cut in two by an interrupt): \
-                 their sites are unknown and remove_unknown_sites={} decides",
-                policy
-                    .describe()
-                    .get("remove_unknown_sites")
-                    .map_or("false", String::as_str)
-            ));
-        }
-    }
+    notes.extend(policy.notes(&rec));
     if t.ts_res_ns > 1 {
         notes.push(format!(
             "timestamps have {} ns resolution: a hold of this lock is well under 1 µs, so the replay \

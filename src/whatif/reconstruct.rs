@@ -209,7 +209,7 @@ fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
         last.insert(e.cpu, (e.ts, k));
     }
     let lim = |v: &[f64]| {
-        let m = super::calibrate::median(v).unwrap_or(0.0);
+        let m = crate::stats::median(v).unwrap_or(0.0);
         g_max.max((2.5 * m) as i64)
     };
     (lim(&ins), lim(&fr))
@@ -458,7 +458,7 @@ fn zap_delay(holds: &[Hold], faults: &[Fault]) -> i64 {
         }
     }
     let v: Vec<f64> = first.values().map(|&d| d as f64).collect();
-    super::calibrate::median(&v).map_or(0, |m| m.round() as i64)
+    crate::stats::median(&v).map_or(0, |m| m.round() as i64)
 }
 
 /// The hold an insertion or free belongs to: the CPU's open hold of `side` when the event

@@ -31,7 +31,8 @@ use serde::Serialize;
 use crate::analyses::stat_row::StatRow;
 use crate::error::{Error, Result};
 
-use super::policy::{param, DrainRule};
+use super::params::{self, Set};
+use super::policy::DrainRule;
 
 /// Untraced per-folio cost inside an `lru_lock` hold, ns: the spacing of `mm_lru_insertion`
 /// events in a drain (741 ns in fixtures/replay/micro-4K-r1) minus the spacing of
@@ -207,46 +208,66 @@ fn solve_f(n: usize, bare_metal: bool, z: f64, avg_wait_ns: f64, s1_ns: f64) -> 
     (f, s_add)
 }
 
+/// `--set` parameters of the closed-form model (lru-cache on a `perf lock` table).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct SummaryParams {
+    /// mTHP size of the workload in KiB: required (a table does not say).
+    folio_kb: u64,
+    /// CPUs contending: required.
+    cpus: usize,
+    /// Lock acquisitions, when known (bounds the think/hold sweep).
+    acquisitions: Option<f64>,
+    /// Fixed share of the hold; solved from the table's average wait when not given.
+    f: Option<f64>,
+    /// Per-folio cost inside the hold, ns ([`DEFAULT_S1_NS`]).
+    s1_ns: f64,
+    /// `bare-metal` (default) or `paravirt`.
+    observation: String,
+    /// Row of the table (1-based); default: the row with the most total wait.
+    row: Option<usize>,
+    /// The RFC's parameters, as for the replay.
+    max_cached_pages: u64,
+    batch_folio_cap: u32,
+    batch_page_cap: u64,
+    drain_rule: DrainRule,
+}
+
+impl Default for SummaryParams {
+    fn default() -> Self {
+        SummaryParams {
+            folio_kb: 0,
+            cpus: 0,
+            acquisitions: None,
+            f: None,
+            s1_ns: DEFAULT_S1_NS,
+            observation: "bare-metal".into(),
+            row: None,
+            max_cached_pages: 31,
+            batch_folio_cap: 31,
+            batch_page_cap: 31,
+            drain_rule: DrainRule::AfterAdd,
+        }
+    }
+}
+
 /// Run the closed-form model on one table's rows.
 pub fn run(
     policy: &str,
     source: &str,
     rows: &[StatRow],
-    set: &BTreeMap<String, String>,
+    set: &Set,
 ) -> Result<SummaryOutcome> {
-    let known = [
-        "folio_kb",
-        "cpus",
-        "acquisitions",
-        "f",
-        "free_hold_ratio",
-        "observation",
-        "row",
-        "max_cached_pages",
-        "batch_folio_cap",
-        "batch_page_cap",
-        "drain_rule",
-    ];
-    super::policy::check_keys(set, policy, &known)?;
-    if policy != "lru-cache" {
-        return Err(Error::Usage(format!(
-            "{policy}: a perf lock table supports only the lru-cache closed-form model; replay an event trace for {policy}"
-        )));
-    }
-    let folio_kb: u64 = param(set, policy, "folio_kb", 0)?;
-    let cpus: usize = param(set, policy, "cpus", 0)?;
+    let p: SummaryParams = params::parse(policy, set)?;
+    let (folio_kb, cpus) = (p.folio_kb, p.cpus);
     if folio_kb < 4 || !folio_kb.is_power_of_two() || cpus < 2 {
         return Err(Error::Usage(
             "a perf lock table has no folio size or CPU count: pass --set folio_kb=N (e.g. 16) and --set cpus=N (threads contending, at least 2)".into(),
         ));
     }
-    let f_given: Option<f64> = match set.get("f") {
-        Some(_) => Some(param(set, policy, "f", 0.9)?),
-        None => None,
-    };
-    let s1_ns: f64 = param(set, policy, "s1_ns", DEFAULT_S1_NS)?;
-    let obs: String = param(set, policy, "observation", "bare-metal".to_string())?;
-    let bare_metal = match obs.as_str() {
+    let f_given = p.f;
+    let s1_ns = p.s1_ns;
+    let bare_metal = match p.observation.as_str() {
         "bare-metal" => true,
         "paravirt" => false,
         o => {
@@ -258,10 +279,7 @@ pub fn run(
     if f_given.is_some_and(|f| !(0.0..=1.0).contains(&f)) || s1_ns <= 0.0 {
         return Err(Error::Usage("f must be in 0..1 and s1_ns positive".into()));
     }
-    let row_ix: Option<usize> = match set.get("row") {
-        Some(_) => Some(param(set, policy, "row", 1usize)?),
-        None => None,
-    };
+    let row_ix = p.row;
     let row = match row_ix {
         Some(i) => rows.get(i.wrapping_sub(1)).ok_or_else(|| {
             Error::Input(format!(
@@ -280,10 +298,12 @@ pub fn run(
             row.line
         )));
     };
-    let mcp: u64 = param(set, policy, "max_cached_pages", 31)?;
-    let fcap: u32 = param(set, policy, "batch_folio_cap", 31)?;
-    let pcap: u64 = param(set, policy, "batch_page_cap", 31)?;
-    let rule: DrainRule = param(set, policy, "drain_rule", DrainRule::AfterAdd)?;
+    let (mcp, fcap, pcap, rule) = (
+        p.max_cached_pages,
+        p.batch_folio_cap,
+        p.batch_page_cap,
+        p.drain_rule,
+    );
     let order = (folio_kb / 4).trailing_zeros();
     let k_main = folios_per_drain(order, mcp, fcap, pcap, rule);
     let other = match rule {
@@ -323,10 +343,7 @@ pub fn run(
     };
     // z is swept over 0.25..4; with the acquisitions known (e.g. from the benchmark's loop
     // counts) the traced share C/A bounds it from above (more think time, fewer traced).
-    let acquisitions: Option<f64> = match set.get("acquisitions") {
-        Some(_) => Some(param(set, policy, "acquisitions", 0.0)?),
-        None => None,
-    };
+    let acquisitions = p.acquisitions;
     let zs: Vec<f64> = match acquisitions {
         Some(a) if a > 0.0 => {
             let target = (contended as f64 / a).min(0.999);
@@ -387,7 +404,7 @@ pub fn run(
             "acquisitions",
             acquisitions.map_or("unknown (z swept)".to_string(), |a| a.to_string()),
         ),
-        ("observation", obs.clone()),
+        ("observation", p.observation.clone()),
         ("max_cached_pages", mcp.to_string()),
         ("batch_folio_cap", fcap.to_string()),
         ("batch_page_cap", pcap.to_string()),

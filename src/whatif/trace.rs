@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-use lockcast_parsers::detect::{self, Format};
 use lockcast_parsers::event::Event;
-use lockcast_parsers::{ftrace, payload, perf_script};
+use lockcast_parsers::payload;
 
+use crate::capture;
 use crate::error::{Error, Result};
-use crate::input;
+use crate::input::InputSpec;
 
 /// One event the replay uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub enum Kind {
 
 /// Which `lru_lock` path a hold or a traced wait belongs to (MODELS.md §1), the row
 /// `perf lock contention` prints it under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Via {
     /// `folio_batch_move_lru()`: a per-CPU batch drains onto the LRU.
@@ -187,8 +187,15 @@ impl Trace {
 
 /// Read a trace capture (format detected, gzip/zstd transparent, `-` for stdin).
 pub fn read(path: &str, lenient: bool) -> Result<Trace> {
-    let mut r = input::open(path)?;
-    let format = detect::detect(&mut r).map_err(|e| Error::io(path, e))?;
+    let spec = InputSpec {
+        path: path.to_string(),
+        block: None,
+    };
+    let opts = capture::OpenOptions {
+        format: None,
+        lenient,
+    };
+    let mut rd = capture::open(&spec, &opts)?.events("a replay")?;
     let mut t = Trace {
         path: path.to_string(),
         events: Vec::new(),
@@ -201,33 +208,10 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         skipped_lines: 0,
     };
     let mut st = ReadState::default();
-    let mut push = |e: Event, t: &mut Trace| -> Result<()> { add_event(path, e, t, &mut st) };
-    match format {
-        Some(Format::PerfScript) => {
-            let mut o = perf_script::Options::default();
-            o.lenient = lenient;
-            let mut rd = perf_script::Reader::new(r, &o);
-            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
-                push(e, &mut t)?;
-            }
-            t.skipped_lines = rd.diagnostics().skipped;
-        }
-        Some(Format::Ftrace) => {
-            let mut o = ftrace::Options::default();
-            o.lenient = lenient;
-            let mut rd = ftrace::Reader::new(r, &o);
-            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
-                push(e, &mut t)?;
-            }
-            t.skipped_lines = rd.diagnostics().skipped;
-        }
-        other => {
-            return Err(Error::Input(format!(
-                "{path}: a replay needs an event trace (perf script, raw ftrace or trace-cmd report), found {}",
-                other.map(|f| f.as_str()).unwrap_or("an unknown format")
-            )))
-        }
+    while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+        add_event(path, e, &mut t, &mut st)?;
     }
+    t.skipped_lines = rd.diagnostics().skipped;
     if t.events.is_empty() {
         return Err(Error::Input(format!(
             "{path}: no kmem:mm_page_alloc, pagemap:mm_lru_insertion, kmem:mm_page_free or lock:contention_* events; \

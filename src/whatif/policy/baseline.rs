@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{check_keys, Batcher, Context, Policy, Request};
+use super::{Batcher, Context, Policy, Request};
+use crate::whatif::params::{self, Set};
 use crate::error::Result;
 use crate::whatif::intents::Intents;
 
@@ -10,8 +11,13 @@ use crate::whatif::intents::Intents;
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Baseline;
 
-pub(super) fn make(set: &BTreeMap<String, String>, _: &Context) -> Result<Box<dyn Policy>> {
-    check_keys(set, "baseline", &[])?;
+/// No parameters.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {}
+
+pub(crate) fn make(set: &Set, _: &Context) -> Result<Box<dyn Policy>> {
+    let Params {} = params::parse("baseline", set)?;
     Ok(Box::new(Baseline))
 }
 

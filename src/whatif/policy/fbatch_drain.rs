@@ -25,10 +25,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{check_keys, param, Context, Policy, Request};
+use super::{Context, Policy, Request};
+use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
-use crate::whatif::reconstruct::{Side, FOLIO_BATCH};
+use crate::whatif::reconstruct::{Reconstruction, Side, Trigger, FOLIO_BATCH};
 use crate::whatif::trace::{Via, NO_SITE};
 
 /// Drain sites the series keeps by default (MODELS.md §3b): CPU offline, `lru_cache_disable()`,
@@ -74,13 +75,33 @@ pub struct FbatchDrain {
     sites: Vec<String>,
 }
 
-const KEYS: &[&str] = &[
-    "removed_sites",
-    "kept_sites",
-    "remove_unknown_sites",
-    "dead_on_batch_takes_lock",
-    "baseline_prefree",
-];
+/// `fbatch-drain`'s `--set` parameters.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    /// `all` (every site but `kept_sites`), `none`, or `SITE,...`.
+    removed_sites: String,
+    /// Sites kept when `removed_sites=all`: [`KEPT_SITES`].
+    kept_sites: Option<String>,
+    /// Remove explicit drains with no call chain: false.
+    remove_unknown_sites: bool,
+    /// true as posted; false with the `lru_add_del_folio()` fix.
+    dead_on_batch_takes_lock: bool,
+    /// false; true is refused (a pre-free kernel hides dead folios).
+    baseline_prefree: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            removed_sites: "all".into(),
+            kept_sites: None,
+            remove_unknown_sites: false,
+            dead_on_batch_takes_lock: true,
+            baseline_prefree: false,
+        }
+    }
+}
 
 fn list(s: &str) -> Vec<String> {
     s.split(',')
@@ -90,10 +111,10 @@ fn list(s: &str) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<dyn Policy>> {
-    check_keys(set, "fbatch-drain", KEYS)?;
-    let takes_lock: bool = param(set, "fbatch-drain", "dead_on_batch_takes_lock", true)?;
-    let prefree: bool = param(set, "fbatch-drain", "baseline_prefree", false)?;
+pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
+    let p: Params = params::parse("fbatch-drain", set)?;
+    let takes_lock = p.dead_on_batch_takes_lock;
+    let prefree = p.baseline_prefree;
     if prefree {
         // A pre-free kernel frees dead folios at the drain without inserting them: the capture
         // has no event for them (no mm_lru_insertion), so the series' extra frees of exactly
@@ -106,12 +127,12 @@ pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<
                 .into(),
         ));
     }
-    let removed_sites = match set.get("removed_sites").map(String::as_str) {
-        None | Some("all") => None,
-        Some("none") => Some(Vec::new()),
-        Some(s) => Some(list(s)),
+    let removed_sites = match p.removed_sites.as_str() {
+        "all" => None,
+        "none" => Some(Vec::new()),
+        s => Some(list(s)),
     };
-    let kept_sites = match set.get("kept_sites") {
+    let kept_sites = match &p.kept_sites {
         Some(s) => list(s),
         None => KEPT_SITES.iter().map(|s| s.to_string()).collect(),
     };
@@ -124,16 +145,18 @@ pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<
         },
         removed_sites,
         kept_sites,
-        remove_unknown_sites: param(set, "fbatch-drain", "remove_unknown_sites", false)?,
+        remove_unknown_sites: p.remove_unknown_sites,
         sites: ctx.sites.clone(),
     }))
 }
 
-pub(super) fn make_prefree(
-    set: &BTreeMap<String, String>,
-    ctx: &Context,
-) -> Result<Box<dyn Policy>> {
-    check_keys(set, "dead-prefree", &[])?;
+/// `dead-prefree` has no parameters.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+pub(crate) fn make_prefree(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
+    let NoParams {} = params::parse("dead-prefree", set)?;
     Ok(Box::new(FbatchDrain {
         name: "dead-prefree",
         dead: DeadRule::Prefree,
@@ -282,6 +305,26 @@ impl FbatchDrain {
 impl Policy for FbatchDrain {
     fn name(&self) -> &'static str {
         self.name
+    }
+    fn notes(&self, rec: &Reconstruction) -> Vec<String> {
+        // only the series removes drains by site; the pre-free policy keeps them all
+        if self.dead == DeadRule::Prefree {
+            return Vec::new();
+        }
+        let unknown = rec
+            .holds
+            .iter()
+            .filter(|h| h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == NO_SITE)
+            .count();
+        if unknown == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{unknown} explicit drains have no lru_add_drain* frame in a call chain (no -g on \
+             pagemap:mm_lru_insertion, or a batch-full drain cut in two by an interrupt): \
+             their sites are unknown and remove_unknown_sites={} decides",
+            self.remove_unknown_sites
+        )]
     }
     fn describe(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();

@@ -14,11 +14,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{check_keys, param, Batcher, Context, Policy, Request};
+use super::{Batcher, Context, Policy, Request};
+use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
 use crate::whatif::reconstruct::free_holds_rule;
-use crate::whatif::trace::Via;
+use crate::whatif::trace::{Trace, Via};
 
 /// Target folio size and the clock scaling.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -29,22 +30,29 @@ pub struct FolioSize {
     pub time_scale: f64,
 }
 
-const KEYS: &[&str] = &["folio_kb", "time_scale", "target_duration_ns"];
+/// `--set` parameters.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    /// Target mTHP size in KiB: required.
+    folio_kb: u64,
+    /// Virtual-time scale; default from `target_duration_ns`, else 1.
+    time_scale: Option<f64>,
+    /// Untraced run time of the workload at the target size (ns).
+    target_duration_ns: Option<f64>,
+}
 
-pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<dyn Policy>> {
-    check_keys(set, "folio-size", KEYS)?;
-    let folio_kb: u64 = param(set, "folio-size", "folio_kb", 0)?;
+pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
+    let p: Params = params::parse("folio-size", set)?;
+    let folio_kb = p.folio_kb;
     if folio_kb < 4 || !folio_kb.is_power_of_two() {
         return Err(Error::Usage(
             "folio-size: --set folio_kb=N is required (4, 16, 32, 64, ... KiB)".into(),
         ));
     }
-    let target: Option<f64> = match set.get("target_duration_ns") {
-        Some(_) => Some(param(set, "folio-size", "target_duration_ns", 0.0)?),
-        None => None,
-    };
-    let time_scale = match (set.get("time_scale"), target, ctx.untraced_duration_ns) {
-        (Some(_), _, _) => param(set, "folio-size", "time_scale", 1.0)?,
+    let target = p.target_duration_ns;
+    let time_scale = match (p.time_scale, target, ctx.untraced_duration_ns) {
+        (Some(s), _, _) => s,
         (None, Some(t), Some(base)) if base > 0.0 => t / base,
         (None, Some(_), _) => {
             return Err(Error::Usage(
@@ -62,6 +70,26 @@ pub(super) fn make(set: &BTreeMap<String, String>, ctx: &Context) -> Result<Box<
         folio_kb,
         time_scale,
     }))
+}
+
+/// `validate folio-size BASE AFTER`: the target size and untraced run time come from AFTER's
+/// meta file (fixtures/capture-replay.sh) unless `--set` gives them.
+pub(crate) fn after_defaults(after: &Trace, set: &mut Set) -> Result<()> {
+    if !set.contains_key("folio_kb") {
+        let kb = crate::whatif::context(after).folio_kb.ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: no meta file with mthp_size; pass --set folio_kb=N",
+                after.path
+            ))
+        })?;
+        set.insert("folio_kb".into(), kb.to_string());
+    }
+    if !set.contains_key("time_scale") && !set.contains_key("target_duration_ns") {
+        if let Some(d) = after.meta_f64("untraced_duration_ns") {
+            set.insert("target_duration_ns".into(), d.to_string());
+        }
+    }
+    Ok(())
 }
 
 impl Policy for FolioSize {
@@ -129,7 +157,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
             _ => None,
         })
         .collect();
-    let typical = crate::whatif::calibrate::median(&gaps)
+    let typical = crate::stats::median(&gaps)
         .unwrap_or(0.0)
         .max(0.0);
     let mut acc = 0u64; // pages accumulated toward the next new folio

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{check_keys, param, Batcher, Context, DrainRule, Policy, Request};
+use super::{Batcher, Context, DrainRule, Policy, Request};
+use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::Intents;
 
@@ -25,20 +26,43 @@ pub struct LruCache {
     pub drain_rule: DrainRule,
 }
 
-const KEYS: &[&str] = &[
-    "max_cached_pages",
-    "batch_folio_cap",
-    "batch_page_cap",
-    "drain_rule",
-];
+/// `--set` parameters, with the RFC's values as defaults.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    /// 31: orders 0-4 on 4 KiB pages stay cached.
+    max_cached_pages: u64,
+    /// 31, `PAGEVEC_SIZE`.
+    batch_folio_cap: u32,
+    /// 31.
+    batch_page_cap: u64,
+    /// `after-add` (the interval covers `before-add` too).
+    drain_rule: DrainRule,
+}
 
-pub(super) fn make(set: &BTreeMap<String, String>, _: &Context) -> Result<Box<dyn Policy>> {
-    check_keys(set, "lru-cache", KEYS)?;
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            max_cached_pages: 31,
+            batch_folio_cap: 31,
+            batch_page_cap: 31,
+            drain_rule: DrainRule::AfterAdd,
+        }
+    }
+}
+
+pub(crate) fn make(set: &Set, _: &Context) -> Result<Box<dyn Policy>> {
+    let Params {
+        max_cached_pages,
+        batch_folio_cap,
+        batch_page_cap,
+        drain_rule,
+    } = params::parse("lru-cache", set)?;
     let p = LruCache {
-        max_cached_pages: param(set, "lru-cache", "max_cached_pages", 31)?,
-        batch_folio_cap: param(set, "lru-cache", "batch_folio_cap", 31)?,
-        batch_page_cap: param(set, "lru-cache", "batch_page_cap", 31)?,
-        drain_rule: param(set, "lru-cache", "drain_rule", DrainRule::AfterAdd)?,
+        max_cached_pages,
+        batch_folio_cap,
+        batch_page_cap,
+        drain_rule,
     };
     if p.batch_folio_cap == 0 || p.batch_page_cap == 0 || p.max_cached_pages == 0 {
         return Err(Error::Usage(

@@ -9,7 +9,6 @@ use std::path::Path;
 
 use lockcast_parsers::event::Event;
 use lockcast_parsers::mm_payload;
-use lockcast_parsers::perf_script;
 
 use crate::error::{Error, Result};
 use crate::input;
@@ -101,10 +100,13 @@ pub fn vmstat_delta(dir: &str) -> Result<BTreeMap<String, i64>> {
         .collect())
 }
 
-/// Every event of a `perf script` text (strict: a malformed line is an error naming it).
+/// Every event of an event trace (strict: a malformed line is an error naming it).
 pub fn perf_events(path: &str) -> Result<Vec<Event>> {
-    let r = input::open(path)?;
-    let mut rd = perf_script::Reader::new(r, &perf_script::Options::default());
+    let spec = input::InputSpec {
+        path: path.to_string(),
+        block: None,
+    };
+    let mut rd = crate::capture::open(&spec, &Default::default())?.events("a work what-if")?;
     let mut out = Vec::new();
     while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
         out.push(e);

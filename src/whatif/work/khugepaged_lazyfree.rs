@@ -29,13 +29,15 @@ use lockcast_parsers::mm_payload::{self, MADV_FREE, MADV_HUGEPAGE};
 use serde_json::{json, Value};
 
 use super::capture;
-use super::{check_keys, param_f64, WorkOutcome, WorkPolicy};
+use super::{WorkOutcome, WorkPolicy};
+use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 
 const HPAGE_PMD_NR: f64 = 512.0;
 
 /// The policy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct KhugepagedLazyfree {
     /// Budget units a skipped (lazyfree) scan costs: 512 with this kernel's accounting (per PMD,
     /// whatever the result); 1 if progress counted the PTEs actually scanned.
@@ -45,17 +47,26 @@ pub struct KhugepagedLazyfree {
     pub lazyfree_scan_ns: Option<f64>,
 }
 
-const KEYS: &[&str] = &["skip_progress", "lazyfree_scan_ns"];
+impl Default for KhugepagedLazyfree {
+    fn default() -> Self {
+        KhugepagedLazyfree {
+            skip_progress: HPAGE_PMD_NR,
+            lazyfree_scan_ns: None,
+        }
+    }
+}
 
 /// Constructor for the registry.
-pub fn make(set: &BTreeMap<String, String>) -> Result<Box<dyn WorkPolicy>> {
-    check_keys("khugepaged-lazyfree", set, KEYS)?;
-    let skip_progress =
-        param_f64(set, "skip_progress", Some(HPAGE_PMD_NR))?.unwrap_or(HPAGE_PMD_NR);
-    Ok(Box::new(KhugepagedLazyfree {
-        skip_progress,
-        lazyfree_scan_ns: param_f64(set, "lazyfree_scan_ns", None)?,
-    }))
+pub fn make(set: &Set) -> Result<Box<dyn WorkPolicy>> {
+    let p: KhugepagedLazyfree = params::parse("khugepaged-lazyfree", set)?;
+    let ok = |x: f64| x.is_finite() && x >= 0.0;
+    if !ok(p.skip_progress) || p.lazyfree_scan_ns.is_some_and(|x| !ok(x)) {
+        return Err(Error::Usage(
+            "khugepaged-lazyfree: --set skip_progress and lazyfree_scan_ns take non-negative numbers"
+                .into(),
+        ));
+    }
+    Ok(Box::new(p))
 }
 
 /// One khugepaged scan of a PMD range.
@@ -279,14 +290,7 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
     Ok(k)
 }
 
-fn median(v: &[i64]) -> i64 {
-    if v.is_empty() {
-        return 0;
-    }
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s[s.len() / 2]
-}
+use crate::stats::upper_median as median;
 
 /// Replay the scans pass by pass; `cost`/`dur` per scan. Returns each scan's time.
 ///

@@ -29,7 +29,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::capture;
-use super::{check_keys, param_f64, poisson95, WorkOutcome, WorkPolicy};
+use super::{poisson95, WorkOutcome, WorkPolicy};
+use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 
 /// Base pages per PMD-mapped THP (x86-64, 4 KiB pages).
@@ -53,8 +54,10 @@ const FREE: &[&str] = &[
 ];
 const TLB_FLUSH: &[&str] = &["flush_tlb_mm_range"];
 
-/// The policy (parameters: optional cost overrides, ns).
-#[derive(Debug, Clone, Default)]
+/// The policy (parameters: optional cost overrides, ns; none given = calibrated from the
+/// capture).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct LazyfreeThp {
     /// Override of the calibrated whole-PMD discard cost per THP.
     pub c_discard_ns: Option<f64>,
@@ -64,16 +67,21 @@ pub struct LazyfreeThp {
     pub c_pte_unmap_ns: Option<f64>,
 }
 
-const KEYS: &[&str] = &["c_discard_ns", "c_split_ns", "c_pte_unmap_ns"];
-
 /// Constructor for the registry.
-pub fn make(set: &BTreeMap<String, String>) -> Result<Box<dyn WorkPolicy>> {
-    check_keys("lazyfree-thp", set, KEYS)?;
-    Ok(Box::new(LazyfreeThp {
-        c_discard_ns: param_f64(set, "c_discard_ns", None)?,
-        c_split_ns: param_f64(set, "c_split_ns", None)?,
-        c_pte_unmap_ns: param_f64(set, "c_pte_unmap_ns", None)?,
-    }))
+pub fn make(set: &Set) -> Result<Box<dyn WorkPolicy>> {
+    let p: LazyfreeThp = params::parse("lazyfree-thp", set)?;
+    for (k, v) in [
+        ("c_discard_ns", p.c_discard_ns),
+        ("c_split_ns", p.c_split_ns),
+        ("c_pte_unmap_ns", p.c_pte_unmap_ns),
+    ] {
+        if v.is_some_and(|x| !(x.is_finite() && x >= 0.0)) {
+            return Err(Error::Usage(format!(
+                "lazyfree-thp: --set {k}: expected a non-negative number"
+            )));
+        }
+    }
+    Ok(Box::new(p))
 }
 
 /// Sample counts of one capture, by class.

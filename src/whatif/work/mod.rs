@@ -3,8 +3,8 @@
 //!
 //! They read a capture *directory* written by `fixtures/capture-lazyfree.sh` (meta and workload
 //! `key=value` files, `/proc/vmstat` snapshots, `perf script` samples or tracepoints) instead of
-//! one event trace, so they sit beside the lock-replay [`super::policy`]s with their own small
-//! registry. `lockcast whatif NAME DIR` dispatches here when NAME is in [`REGISTRY`].
+//! one event trace; they share the one registry ([`super::registry`]) with the lock-replay
+//! [`super::policy`]s.
 
 pub mod capture;
 pub mod khugepaged_lazyfree;
@@ -92,9 +92,6 @@ fn num(x: f64) -> String {
     }
 }
 
-/// Constructor: parameters from `--set key=value`, unknown keys rejected.
-type Make = fn(&BTreeMap<String, String>) -> Result<Box<dyn WorkPolicy>>;
-
 /// A patch that removes work, predicted from a capture directory.
 pub trait WorkPolicy: std::fmt::Debug {
     /// Name on the command line.
@@ -103,68 +100,14 @@ pub trait WorkPolicy: std::fmt::Debug {
     fn run(&self, capture: &str) -> Result<WorkOutcome>;
 }
 
-/// Known work policies: name, one-line description, constructor.
-pub const REGISTRY: &[(&str, &str, Make)] = &[
-    (
-        "lazyfree-thp",
-        "\"Reclaim lazyfree THP without splitting\": a clean PMD-mapped MADV_FREE THP is discarded whole",
-        lazyfree_thp::make,
-    ),
-    (
-        "khugepaged-lazyfree",
-        "\"khugepaged: skip lazy-free folios\": scans of clean lazyfree ranges stop (page_lazyfree)",
-        khugepaged_lazyfree::make,
-    ),
-];
-
-/// Is `name` a work policy?
-pub fn is_work_policy(name: &str) -> bool {
-    REGISTRY.iter().any(|(n, _, _)| *n == name)
-}
-
-/// Build the named policy from `--set` pairs and run it on `capture`.
-pub fn run(name: &str, capture: &str, set: &BTreeMap<String, String>) -> Result<WorkOutcome> {
-    let (_, _, make) = REGISTRY
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .ok_or_else(|| Error::Usage(format!("unknown work policy {name}")))?;
-    make(set)?.run(capture)
-}
-
-/// Parameter lookup shared by the policies: a number from `--set`, or the default.
-pub(crate) fn param_f64(
-    set: &BTreeMap<String, String>,
-    key: &str,
-    default: Option<f64>,
-) -> Result<Option<f64>> {
-    match set.get(key) {
-        Some(v) => v
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .map(Some)
-            .ok_or_else(|| {
-                Error::Usage(format!("--set {key}={v}: expected a non-negative number"))
-            }),
-        None => Ok(default),
+/// Build the named work policy from `--set` pairs and run it on `capture`.
+pub fn run(name: &str, capture: &str, set: &super::params::Set) -> Result<WorkOutcome> {
+    match super::registry::find(name)?.engine {
+        super::registry::Engine::Work(make) => make(set)?.run(capture),
+        super::registry::Engine::Lock(_) => Err(Error::Usage(format!(
+            "{name} replays an event trace; it is not a work policy"
+        ))),
     }
-}
-
-/// Reject `--set` keys a policy does not know.
-pub(crate) fn check_keys(
-    policy: &str,
-    set: &BTreeMap<String, String>,
-    known: &[&str],
-) -> Result<()> {
-    for k in set.keys() {
-        if !known.contains(&k.as_str()) {
-            return Err(Error::Usage(format!(
-                "{policy}: unknown parameter {k} (known: {})",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Approximate 95% interval of a Poisson count (sampling noise of `perf record` counts):

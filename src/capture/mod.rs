@@ -1,0 +1,155 @@
+//! Opening a capture: the one way in.
+//!
+//! [`open`] takes an input spec (a path, `-` for stdin, `path#N` for the N-th table of a file
+//! holding several; gzip and zstd read transparently), detects the format once from the
+//! parsers' table of formats ([`lockcast_parsers::detect::FORMATS`]) unless the caller names
+//! it, and [`Opened::read`] gives back the typed capture: `perf lock` tables, an event stream,
+//! or a call-graph tree. Every command (`parse`, `report`, `diff`, `plot`, `whatif`,
+//! `validate`, the work what-ifs) reads its inputs through here, so an input lockcast cannot
+//! tell gets the same answer everywhere.
+//!
+//! [`load`] builds on it for the commands that want `lock_stats` rows.
+
+pub mod load;
+pub mod tables;
+
+use std::io::BufRead;
+
+use indicatif::ProgressBar;
+
+use lockcast_parsers::detect::{self, Content, Format, FORMATS};
+use lockcast_parsers::event::EventRead;
+use lockcast_parsers::lines::ReaderOptions;
+use lockcast_parsers::{perf_lock, perf_report};
+
+use crate::error::{Error, Result};
+use crate::input::{self, InputSpec};
+
+/// How to read an input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// The format, when the user named it (`--input-format`); detected otherwise.
+    pub format: Option<Format>,
+    /// Skip malformed lines (counted) instead of failing on the first.
+    pub lenient: bool,
+}
+
+impl OpenOptions {
+    /// Reader options for the parsers.
+    pub fn reader(&self) -> ReaderOptions {
+        let mut o = ReaderOptions::default();
+        o.lenient = self.lenient;
+        o
+    }
+}
+
+/// An input opened and its format known, nothing parsed yet.
+pub struct Opened {
+    /// The input as given.
+    pub spec: InputSpec,
+    /// Its format.
+    pub format: Format,
+    /// The decompressed bytes.
+    pub reader: Box<dyn BufRead + Send>,
+    /// Progress over the compressed bytes (shown for large files on a terminal).
+    pub progress: Option<ProgressBar>,
+    /// Options it was opened with.
+    pub opts: OpenOptions,
+}
+
+/// A capture, read as far as its format's records.
+pub enum Capture {
+    /// `perf lock` tables, parsed (they are small: one row per lock or caller).
+    LockTables(perf_lock::Parsed),
+    /// An event stream, read on demand.
+    Events(Box<dyn EventRead + Send>),
+    /// A `perf report --stdio` call-graph tree, read on demand.
+    Callgraph(perf_report::Reader<Box<dyn BufRead + Send>>),
+}
+
+/// Open `spec` and tell its format. An input whose format cannot be told is an error naming
+/// the formats tried and `--input-format`.
+pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
+    let (mut reader, progress) = input::open_with_progress(&spec.path)?;
+    let format = match opts.format {
+        Some(f) => f,
+        None => {
+            let prefix = reader.fill_buf().map_err(|e| Error::io(&spec.path, e))?;
+            match detect::detect_bytes(prefix) {
+                Some(f) => f,
+                None => return Err(undetected(&spec.path, prefix)),
+            }
+        }
+    };
+    Ok(Opened {
+        spec: spec.clone(),
+        format,
+        reader,
+        progress,
+        opts: *opts,
+    })
+}
+
+/// The format of `spec`, without reading further (opens and closes the input; not for `-`).
+pub fn format_of(spec: &InputSpec, opts: &OpenOptions) -> Result<Format> {
+    Ok(open(spec, opts)?.format)
+}
+
+/// The parsers' "unknown format" error, with the first non-blank line so the user sees what
+/// was given (pass `--input-format` to read it as a given format anyway).
+fn undetected(path: &str, prefix: &[u8]) -> Error {
+    let text = String::from_utf8_lossy(prefix);
+    let first_line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string();
+    Error::parse(path, lockcast_parsers::Error::UnknownFormat { first_line })
+}
+
+impl Opened {
+    /// Read the capture as far as its format's records.
+    pub fn read(self) -> Result<Capture> {
+        let path = self.spec.path.clone();
+        let ro = self.opts.reader();
+        Ok(match self.format.content() {
+            Content::LockTables => Capture::LockTables(
+                perf_lock::parse_all(self.reader, &ro).map_err(|e| Error::parse(&path, e))?,
+            ),
+            Content::Events => {
+                let rd = self.format.open_events(self.reader, &ro).ok_or_else(|| {
+                    Error::Input(format!(
+                        "{path}: {} has no event reader",
+                        self.format.as_str()
+                    ))
+                })?;
+                Capture::Events(rd)
+            }
+            Content::Callgraph => Capture::Callgraph(perf_report::Reader::new(self.reader, &ro)),
+        })
+    }
+
+    /// The event reader of an event capture; any other content is an error saying what
+    /// `needs` (e.g. "a replay") wanted.
+    pub fn events(self, needs: &str) -> Result<Box<dyn EventRead + Send>> {
+        let (path, format) = (self.spec.path.clone(), self.format);
+        match self.read()? {
+            Capture::Events(rd) => Ok(rd),
+            _ => Err(Error::Input(format!(
+                "{path}: {needs} needs an event trace ({}), found {}",
+                event_format_names().join(", "),
+                format.as_str()
+            ))),
+        }
+    }
+}
+
+/// Names of the formats that hold events.
+pub fn event_format_names() -> Vec<&'static str> {
+    FORMATS
+        .iter()
+        .filter(|f| f.content == Content::Events)
+        .map(|f| f.name)
+        .collect()
+}

@@ -1,0 +1,181 @@
+//! One input into the tables asked of it (`parse --table`): `lock_stats` and `contention`
+//! from the whole-input readers (pairing is sequential), the per-event tables streamed in
+//! parallel pieces ([`crate::ingest`]), the call-graph tree from `perf report`.
+
+use polars::prelude::DataFrame;
+
+use lockcast_parsers::detect::Format;
+use lockcast_parsers::{Diagnostic, Diagnostics};
+
+use super::load::{frame_of, load};
+use super::{open, Capture, OpenOptions};
+use crate::error::{Error, Result};
+use crate::frames::callgraph::Callgraph;
+use crate::frames::contention::PairingCounts;
+use crate::frames::events::EventTable;
+use crate::frames::table::Table;
+use crate::ingest;
+use crate::input::InputSpec;
+
+/// How to read the tables of an input.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Format (already told) and strictness.
+    pub open: OpenOptions,
+    /// Threads parsing event traces.
+    pub threads: usize,
+    /// Size of the pieces event traces are cut into.
+    pub piece_bytes: usize,
+}
+
+/// What reading one input found, besides its tables.
+#[derive(Debug, Clone, Default)]
+pub struct InputSummary {
+    /// Events read (event traces, when per-event tables were asked for).
+    pub events: Option<u64>,
+    /// How contention begins and ends paired (event traces, lock_stats/contention asked).
+    pub pairing: Option<PairingCounts>,
+    /// Payloads that could not be read (lenient).
+    pub bad_payloads: u64,
+    /// The first of them.
+    pub first_bad_payload: Option<Diagnostic>,
+    /// Call-graph entries (`perf report`).
+    pub callgraph_entries: Option<u64>,
+    /// Malformed lines skipped, per reader (lenient).
+    pub skipped: Vec<Diagnostics>,
+}
+
+/// Read `spec` (of `format`) and hand each of `tables` to `emit`, in table order per reader.
+pub fn read(
+    spec: &InputSpec,
+    format: Format,
+    tables: &[Table],
+    opts: &ReadOptions,
+    emit: &mut dyn FnMut(Table, DataFrame) -> Result<()>,
+) -> Result<InputSummary> {
+    let mut summary = InputSummary::default();
+    let open_opts = OpenOptions {
+        format: Some(format),
+        ..opts.open
+    };
+    if tables.contains(&Table::LockStats) || tables.contains(&Table::Contention) {
+        let loaded = load(&spec.display(), &open_opts)?;
+        summary.skipped.push(loaded.diagnostics.clone());
+        if tables.contains(&Table::LockStats) {
+            emit(Table::LockStats, frame_of(std::slice::from_ref(&loaded))?)?;
+        }
+        if let Some(t) = &loaded.trace {
+            summary.pairing = Some(t.counts);
+            if tables.contains(&Table::Contention) {
+                emit(Table::Contention, t.contention.clone())?;
+            }
+        }
+    }
+    let events: Vec<EventTable> = tables
+        .iter()
+        .filter_map(|w| match w {
+            Table::Event(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    if !events.is_empty() {
+        let opened = open(spec, &open_opts)?;
+        let io = ingest::Options {
+            source: spec.path.clone(),
+            format,
+            tables: events,
+            lenient: opts.open.lenient,
+            threads: opts.threads,
+            piece_bytes: opts.piece_bytes,
+        };
+        let mut sink = |frames: Vec<(EventTable, DataFrame)>| -> Result<()> {
+            for (t, df) in frames {
+                emit(Table::Event(t), df)?;
+            }
+            Ok(())
+        };
+        let s = ingest::run(opened.reader, &io, opened.progress.as_ref(), &mut sink)?;
+        if let Some(pb) = opened.progress {
+            pb.finish_and_clear();
+        }
+        summary.skipped.push(s.diagnostics);
+        summary.events = Some(s.counts.events);
+        summary.bad_payloads = s.counts.bad_payloads;
+        summary.first_bad_payload = s.first_bad_payload;
+    }
+    if tables.contains(&Table::Callgraph) {
+        let Capture::Callgraph(mut rd) = open(spec, &open_opts)?.read()? else {
+            return Err(Error::Input(format!(
+                "{}: a {} input has no callgraph table",
+                spec.path,
+                format.as_str()
+            )));
+        };
+        let mut cg = Callgraph::new(&spec.path);
+        while let Some(e) = rd.next_entry().map_err(|e| Error::parse(&spec.path, e))? {
+            cg.push(&e);
+        }
+        summary.skipped.push(rd.diagnostics().clone());
+        summary.callgraph_entries = Some(cg.entries);
+        emit(Table::Callgraph, cg.finish()?)?;
+    }
+    Ok(summary)
+}
+
+/// The partition value of each input: its file name without compression and text extensions;
+/// when several inputs share it (`r1/script.txt`, `r2/script.txt`), the name of the directory
+/// holding each file (`r1`, `r2`), then the two joined (`r1-script`). Characters a hive path
+/// cannot hold (`/ = \` and blanks) become `_`.
+pub fn capture_names(paths: &[&str]) -> Result<Vec<String>> {
+    use std::path::Path;
+    let stem = |p: &str| -> String {
+        let name = Path::new(p)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "stdin".into());
+        let mut n = name.as_str();
+        for ext in [".gz", ".zst", ".zstd", ".txt", ".log", ".out"] {
+            n = n.strip_suffix(ext).unwrap_or(n);
+        }
+        if p == "-" {
+            "stdin".into()
+        } else {
+            n.to_string()
+        }
+    };
+    let parent = |p: &str| -> String {
+        Path::new(p)
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let unique = |v: &[String]| {
+        let mut s = v.to_vec();
+        s.sort();
+        s.dedup();
+        s.len() == v.len()
+    };
+    let clean = |s: String| -> String {
+        s.chars()
+            .map(|c| {
+                if matches!(c, '/' | '=' | '\\') || c.is_whitespace() {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect()
+    };
+    let both = |p: &str| format!("{}-{}", parent(p), stem(p));
+    let tries: [&dyn Fn(&str) -> String; 3] = [&stem, &parent, &both];
+    for f in &tries {
+        let v: Vec<String> = paths.iter().map(|p| clean(f(p))).collect();
+        if unique(&v) && v.iter().all(|s| !s.is_empty()) {
+            return Ok(v);
+        }
+    }
+    Err(Error::Usage(
+        "--partition-by capture: two inputs have the same name and directory; rename one".into(),
+    ))
+}

@@ -1,0 +1,84 @@
+//! Small statistics the models share: quantiles and a seeded generator for bootstraps.
+//!
+//! Kept here, once, so every model states its quantile rule by the function it calls.
+
+/// Median (linear-interpolated); `None` for no data.
+pub fn median(v: &[f64]) -> Option<f64> {
+    quantile(v, 0.5)
+}
+
+/// Linear-interpolated quantile (`q` in 0..1, clamped); `None` for no data.
+pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut w = v.to_vec();
+    w.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(w[lo] + (w[hi] - w[lo]) * (pos - lo as f64))
+}
+
+/// The upper median of integer samples (an element of the data, never a mean of two): for
+/// durations that must be one of the measured ones. 0 for no data.
+pub fn upper_median(v: &[i64]) -> i64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s[s.len() / 2]
+}
+
+/// A tiny seeded generator (xorshift64*) so bootstrap intervals are reproducible run to run
+/// without a dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed (0 is remapped: xorshift must not start at 0).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 11) % n.max(1) as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_sequence_and_in_range() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        for _ in 0..1000 {
+            let x = a.below(31);
+            assert_eq!(x, b.below(31));
+            assert!(x < 31);
+        }
+        assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+    }
+
+    #[test]
+    fn quantiles() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(quantile(&[0.0, 10.0], 0.25), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(upper_median(&[4, 1, 3, 2]), 3);
+        assert_eq!(upper_median(&[]), 0);
+    }
+}
