@@ -8,4 +8,5 @@ pub mod stream;
 pub mod table;
 pub mod target;
 pub mod terminal;
+pub mod whatif;
 pub mod write;

@@ -11,6 +11,7 @@
 //! interval) and the policy's uncertain parameters (e.g. the RFC's drain rule) are swept; the
 //! interval covers both.
 
+pub mod ask;
 pub mod calibrate;
 pub mod des;
 pub mod intents;
