@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 FB = os.path.join(REPO, "fixtures", "fbatch")
 RUNS = ["churn-4K-r1", "churn-4K-r2", "churn-4K-r3"]
-# The report (../shared/seeds/fbatch-drain-series-regression-report.txt), perf self % of
+# The report (fixtures/seeds/fbatch-drain-series-regression-report.txt), perf self % of
 # folio-churn: (queued_spin_lock_slowpath, _raw_spin_lock_irqsave), and the share of the
 # slowpath under __page_cache_release from do_madvise where the call graph shows it.
 REPORT = {

@@ -1,5 +1,5 @@
 //! `fbatch-drain`: Hugh Dickins' "mm/fbatch: drain lru_add_drain() and _all()" series
-//! (../shared/seeds/fbatch-drain-series-regression-report.txt, MODELS.md §1 and §3b), and
+//! (fixtures/seeds/fbatch-drain-series-regression-report.txt, MODELS.md §1 and §3b), and
 //! `dead-prefree`: JP Kobryn's "preemptively free dead folios during lru_add drain", the
 //! report's baseline kernel.
 //!

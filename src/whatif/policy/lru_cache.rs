@@ -1,5 +1,5 @@
 //! `lru-cache`: Barry Song's RFC v3 "mm: enable lru cache for smaller large folios"
-//! (../shared/seeds/lru-cache-small-large-folios-rfc-v3.txt, MODELS.md §3a).
+//! (fixtures/seeds/lru-cache-small-large-folios-rfc-v3.txt, MODELS.md §3a).
 //!
 //! Folios with fewer than `max_cached_pages` pages stay on the per-CPU `lru_add` batch; the
 //! batch drains at `batch_folio_cap` folios or `batch_page_cap` pages, after or before adding
