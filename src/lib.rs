@@ -10,6 +10,7 @@
 
 pub mod analyses;
 pub mod capture;
+pub mod duration;
 pub mod error;
 pub mod frames;
 pub mod ingest;

@@ -13,7 +13,6 @@ use lockcast::output::write::{self, FileFormat};
 use lockcast::Error;
 
 use lockcast::output::whatif::outcome_text;
-use lockcast::units::perf_time;
 use lockcast::whatif::ask::{self, Answer, Ask};
 use lockcast::whatif::params::{self, Set};
 use lockcast::whatif::report::Report;
@@ -189,7 +188,7 @@ fn whatif_demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<
             label,
             o.predicted.acquisitions,
             o.predicted.contended,
-            perf_time(o.predicted.total_wait_ns.max(0) as u64),
+            o.predicted.total_wait_ns.to_string(),
             zap
         )?;
         let file = format!(

@@ -65,8 +65,8 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
             Cell::plain(m.acquisitions.to_string()),
             Cell::plain(m.contended.to_string()),
             Cell::new(
-                perf_time(m.total_wait_ns.max(0) as u64),
                 m.total_wait_ns.to_string(),
+                m.total_wait_ns.get().to_string(),
             ),
             Cell::new(perf_time(avg), avg.to_string()),
         ]
@@ -102,7 +102,7 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
             Cell::new("error", "error"),
             err(p.acquisitions as f64, m.acquisitions as f64),
             err(p.contended as f64, m.contended as f64),
-            err(p.total_wait_ns as f64, m.total_wait_ns as f64),
+            err(p.total_wait_ns.as_f64(), m.total_wait_ns.as_f64()),
             err(p.avg_wait_ns(), m.avg_wait_ns()),
         ]);
     }
@@ -129,12 +129,12 @@ by path (contended / total wait; lock time = waits + holds, % of busy CPU time):
 ",
             r.via.as_str(),
             r.measured_contended,
-            perf_time(r.measured_wait_ns.max(0) as u64),
+            r.measured_wait_ns.to_string(),
             r.replayed.contended,
-            perf_time(r.replayed.total_wait_ns.max(0) as u64),
+            r.replayed.total_wait_ns.to_string(),
             r.replayed_share_pct,
             r.predicted.contended,
-            perf_time(r.predicted.total_wait_ns.max(0) as u64),
+            r.predicted.total_wait_ns.to_string(),
             r.predicted_share_pct,
         );
     }
@@ -170,7 +170,7 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
          (window edge q{}); waiter stamps its grant {:.0} after the release, then holds {:.0} + folios;\n  \
          free side: grant->first free {:.0} + {:.0}/folio, release->first free {:.0}\n  \
          samples: {} multi-folio drains, {} traced add grants, {} traced free grants, {} waits on add holders, {} on free holders\n",
-        c.pre_fast, c.s1_add, c.post, c.post_quantile * 100.0, c.gap, c.d_pre, c.c0, c.c1, c.u,
+        c.pre_fast_ns, c.s1_add_ns, c.post_ns, c.post_quantile * 100.0, c.gap_ns, c.d_pre_ns, c.c0_ns, c.c1_ns, c.u_ns,
         c.n_spacing, c.n_d_pre, c.n_pre_free, c.n_add_window, c.n_free_window
     );
     let id = &o.identities;
@@ -205,9 +205,9 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
             "  {:<24} replayed {:>7} {:>10}   predicted {:>7} {:>10}\n",
             x.choice,
             x.replayed.contended,
-            perf_time(x.replayed.total_wait_ns.max(0) as u64),
+            x.replayed.total_wait_ns.to_string(),
             x.predicted.contended,
-            perf_time(x.predicted.total_wait_ns.max(0) as u64)
+            x.predicted.total_wait_ns.to_string()
         );
     }
     for n in &o.notes {

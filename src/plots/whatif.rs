@@ -30,7 +30,7 @@ impl From<&Counts> for Metrics {
         Metrics {
             acquisitions: Some(c.acquisitions as f64),
             contended: Some(c.contended as f64),
-            total_wait_ns: Some(c.total_wait_ns as f64),
+            total_wait_ns: Some(c.total_wait_ns.as_f64()),
         }
     }
 }
@@ -80,7 +80,7 @@ impl From<&Row> for WhatIfRow {
     fn from(r: &Row) -> Self {
         let bound = |c: &Counts| Bound {
             contended: Some(c.contended as f64),
-            total_wait_ns: Some(c.total_wait_ns as f64),
+            total_wait_ns: Some(c.total_wait_ns.as_f64()),
         };
         WhatIfRow {
             policy: serde_json::Value::String(r.policy.clone()),

@@ -47,25 +47,26 @@ pub struct Samples {
     pub end_before_free: Vec<f64>,
 }
 
-/// The fitted hold model. Times in ns (f64: medians and slopes, not stamps).
+/// The fitted hold model. Times in ns, as `f64`: they are medians and slopes, not timestamps
+/// (each field's name says its unit; the JSON report carries the same names).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Calibration {
     /// Per-folio add-side cost.
-    pub s1_add: f64,
+    pub s1_add_ns: f64,
     /// Last insertion → release.
-    pub post: f64,
+    pub post_ns: f64,
     /// Fast-path acquisition → first insertion.
-    pub pre_fast: f64,
+    pub pre_fast_ns: f64,
     /// Release → waiter's `contention_end` (lock held by the waiter meanwhile).
-    pub gap: f64,
+    pub gap_ns: f64,
     /// Waiter's `contention_end` → its first insertion.
-    pub d_pre: f64,
+    pub d_pre_ns: f64,
     /// Free side: `contention_end` → first free = `c0 + c1·n`.
-    pub c0: f64,
-    /// Per-folio part.
-    pub c1: f64,
+    pub c0_ns: f64,
+    /// Per-folio part, ns per folio.
+    pub c1_ns: f64,
     /// Free side: release → first free.
-    pub u: f64,
+    pub u_ns: f64,
     /// Quantile of `begin − insertion` taken as the window's upper edge.
     pub post_quantile: f64,
     /// Sample counts: drains with ≥2 folios.
@@ -85,8 +86,8 @@ impl Calibration {
     pub fn hold_fast(&self, side: Side, folios: u32) -> i64 {
         let k = f64::from(folios.max(1));
         let v = match side {
-            Side::Add => self.pre_fast + self.s1_add * (k - 1.0) + self.post,
-            Side::Free => self.free_body(k) - (self.d_pre - self.pre_fast),
+            Side::Add => self.pre_fast_ns + self.s1_add_ns * (k - 1.0) + self.post_ns,
+            Side::Free => self.free_body(k) - (self.d_pre_ns - self.pre_fast_ns),
         };
         v.max(1.0).round() as i64
     }
@@ -95,7 +96,7 @@ impl Calibration {
     pub fn hold_after_grant(&self, side: Side, folios: u32) -> i64 {
         let k = f64::from(folios.max(1));
         let v = match side {
-            Side::Add => self.d_pre + self.s1_add * (k - 1.0) + self.post,
+            Side::Add => self.d_pre_ns + self.s1_add_ns * (k - 1.0) + self.post_ns,
             Side::Free => self.free_body(k),
         };
         v.max(1.0).round() as i64
@@ -103,22 +104,22 @@ impl Calibration {
 
     /// `contention_end` → release of a free-side batch.
     fn free_body(&self, k: f64) -> f64 {
-        (self.c0 + self.c1 * k - self.u).max(1.0)
+        (self.c0_ns + self.c1_ns * k - self.u_ns).max(1.0)
     }
 
     /// Release → waiter's grant timestamp.
-    pub fn gap_ns(&self) -> i64 {
-        self.gap.max(0.0).round() as i64
+    pub fn gap_stamp_ns(&self) -> i64 {
+        self.gap_ns.max(0.0).round() as i64
     }
 
     /// Request time of an untraced add-side hold whose first insertion is at `first_ts`.
     pub fn add_request(&self, first_ts: i64) -> i64 {
-        first_ts - self.pre_fast.round() as i64
+        first_ts - self.pre_fast_ns.round() as i64
     }
 
     /// Request time of an untraced free-side hold of `n` folios whose first free is at `ts`.
     pub fn free_request(&self, first_ts: i64, n: u32) -> i64 {
-        first_ts - self.u.round() as i64 - self.hold_fast(Side::Free, n)
+        first_ts - self.u_ns.round() as i64 - self.hold_fast(Side::Free, n)
     }
 }
 
@@ -245,14 +246,14 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // grant = release + gap, and grant = first free − (u − gap) ⇒ u = gap − (end − first free)
     let u = median(&s.end_before_free).map_or(0.0, |m| (gap - m).max(0.0));
     Calibration {
-        s1_add,
-        post,
-        pre_fast,
-        gap,
-        d_pre,
-        c0,
-        c1: c1.max(0.0),
-        u,
+        s1_add_ns: s1_add,
+        post_ns: post,
+        pre_fast_ns: pre_fast,
+        gap_ns: gap,
+        d_pre_ns: d_pre,
+        c0_ns: c0,
+        c1_ns: c1.max(0.0),
+        u_ns: u,
         post_quantile,
         n_spacing: s.add_spacing.len(),
         n_d_pre: s.d_pre.len(),

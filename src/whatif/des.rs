@@ -13,6 +13,7 @@
 
 use super::calibrate::Calibration;
 use super::policy::Request;
+use crate::duration::Ns;
 use super::trace::{Observation, Via};
 
 /// What a replay counts (the same quantities `perf lock contention` prints, for one lock).
@@ -22,12 +23,12 @@ pub struct Metrics {
     pub acquisitions: u64,
     /// Acquisitions the tracepoint would report as contended.
     pub contended: u64,
-    /// Sum of traced waits, ns.
-    pub total_wait_ns: i64,
-    /// Longest traced wait, ns.
-    pub max_wait_ns: i64,
-    /// Waits of every slowpath (traced or not), ns.
-    pub all_wait_ns: i64,
+    /// Sum of traced waits.
+    pub total_wait_ns: Ns,
+    /// Longest traced wait.
+    pub max_wait_ns: Ns,
+    /// Waits of every slowpath (traced or not).
+    pub all_wait_ns: Ns,
     /// Acquisitions that waited at all.
     pub slowpath: u64,
 }
@@ -38,7 +39,7 @@ impl Metrics {
         if self.contended == 0 {
             0.0
         } else {
-            self.total_wait_ns as f64 / self.contended as f64
+            self.total_wait_ns.as_f64() / self.contended as f64
         }
     }
 }
@@ -50,12 +51,12 @@ pub struct PathMetrics {
     pub acquisitions: u64,
     /// Acquisitions the tracepoint would report as contended.
     pub contended: u64,
-    /// Sum of traced waits, ns.
-    pub total_wait_ns: i64,
-    /// Waits of every slowpath, ns.
-    pub all_wait_ns: i64,
-    /// Time the lock was held, ns.
-    pub hold_ns: i64,
+    /// Sum of traced waits.
+    pub total_wait_ns: Ns,
+    /// Waits of every slowpath.
+    pub all_wait_ns: Ns,
+    /// Time the lock was held.
+    pub hold_ns: Ns,
 }
 
 /// A replay with its breakdown by path and each CPU's finishing time.
@@ -130,7 +131,7 @@ pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observa
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
             (
-                free_at + cal.gap_ns(),
+                free_at + cal.gap_stamp_ns(),
                 cal.hold_after_grant(r.side, r.folios),
             )
         } else if busy {
@@ -139,22 +140,23 @@ pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observa
             (t, cal.hold_fast(r.side, r.folios))
         };
         let wait = grant - t;
+        let w = Ns::between(t, grant);
         m.acquisitions += 1;
         let p = &mut by_via[r.via.index()];
         p.acquisitions += 1;
-        p.hold_ns += hold;
+        p.hold_ns += Ns::from_i64(hold);
         if busy {
             m.slowpath += 1;
-            m.all_wait_ns += wait;
-            p.all_wait_ns += wait;
+            m.all_wait_ns += w;
+            p.all_wait_ns += w;
             grants.push_back(grant);
         }
         if traced {
             m.contended += 1;
-            m.total_wait_ns += wait;
-            m.max_wait_ns = m.max_wait_ns.max(wait);
+            m.total_wait_ns += w;
+            m.max_wait_ns = m.max_wait_ns.max(w);
             p.contended += 1;
-            p.total_wait_ns += wait;
+            p.total_wait_ns += w;
         }
         free_at = grant + hold;
         spent[c] += wait + hold;
@@ -182,11 +184,11 @@ mod tests {
     /// the release, then holds d_pre + post = 150.
     fn cal() -> Calibration {
         let mut c = crate::whatif::calibrate::fit(&Default::default(), 0.975);
-        c.pre_fast = 30.0;
-        c.post = 70.0;
-        c.gap = 20.0;
-        c.d_pre = 80.0;
-        c.s1_add = 10.0;
+        c.pre_fast_ns = 30.0;
+        c.post_ns = 70.0;
+        c.gap_ns = 20.0;
+        c.d_pre_ns = 80.0;
+        c.s1_add_ns = 10.0;
         c
     }
 

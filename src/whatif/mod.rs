@@ -32,6 +32,7 @@ use policy::{Context, Policy};
 use reconstruct::{Reconstruction, Side, Trigger};
 use trace::{Observation, Trace, Via};
 
+use crate::duration::Ns;
 use crate::error::{Error, Result};
 
 /// Engine options.
@@ -117,8 +118,8 @@ pub struct PathRow {
     pub via: Via,
     /// Traced waits in the capture.
     pub measured_contended: u64,
-    /// Their total, ns.
-    pub measured_wait_ns: i64,
+    /// Their total.
+    pub measured_wait_ns: Ns,
     /// No-change replay.
     pub replayed: PathMetrics,
     /// Under the policy.
@@ -189,8 +190,8 @@ impl Outcome {
     /// replayed / predicted total wait.
     pub fn ratio_total_wait(&self) -> Option<f64> {
         ratio(
-            self.replayed.total_wait_ns as f64,
-            self.predicted.total_wait_ns as f64,
+            self.replayed.total_wait_ns.as_f64(),
+            self.predicted.total_wait_ns.as_f64(),
         )
     }
 }
@@ -304,14 +305,14 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         f(&mut c);
         (label.to_string(), c)
     };
-    variants_cal.push(scaled("pre_fast x0", &|c| c.pre_fast = 0.0));
-    variants_cal.push(scaled("pre_fast x2", &|c| c.pre_fast *= 2.0));
-    variants_cal.push(scaled("gap x0.75", &|c| c.gap *= 0.75));
-    variants_cal.push(scaled("gap x1.25", &|c| c.gap *= 1.25));
-    variants_cal.push(scaled("s1_add x0.75", &|c| c.s1_add *= 0.75));
-    variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add *= 1.25));
-    variants_cal.push(scaled("free hold x0.8", &|c| c.c0 *= 0.8));
-    variants_cal.push(scaled("free hold x1.2", &|c| c.c0 *= 1.2));
+    variants_cal.push(scaled("pre_fast x0", &|c| c.pre_fast_ns = 0.0));
+    variants_cal.push(scaled("pre_fast x2", &|c| c.pre_fast_ns *= 2.0));
+    variants_cal.push(scaled("gap x0.75", &|c| c.gap_ns *= 0.75));
+    variants_cal.push(scaled("gap x1.25", &|c| c.gap_ns *= 1.25));
+    variants_cal.push(scaled("s1_add x0.75", &|c| c.s1_add_ns *= 0.75));
+    variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
+    variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
+    variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
     for (choice, c) in variants_cal {
         sensitivity.push(Sensitivity {
             choice,
@@ -404,14 +405,14 @@ fn path_rows(rec: &Reconstruction, rd: &des::Detailed, pd: &des::Detailed) -> Ve
     let share = |d: &des::Detailed, p: &PathMetrics| {
         let busy = d.busy_ns();
         if busy > 0 {
-            100.0 * (p.all_wait_ns + p.hold_ns) as f64 / busy as f64
+            100.0 * (p.all_wait_ns + p.hold_ns).as_f64() / busy as f64
         } else {
             0.0
         }
     };
     vias.into_iter()
         .map(|via| {
-            let (mc, mw) = rec.measured_by_via.get(&via).copied().unwrap_or((0, 0));
+            let (mc, mw) = rec.measured_by_via.get(&via).copied().unwrap_or((0, Ns(0)));
             let r = rd.by_via.get(&via).copied().unwrap_or_default();
             let p = pd.by_via.get(&via).copied().unwrap_or_default();
             PathRow {
@@ -517,18 +518,18 @@ fn percentile_range(v: &[Metrics]) -> Range {
     };
     let (al, ah) = pick(&|m| m.acquisitions as i64);
     let (cl, ch) = pick(&|m| m.contended as i64);
-    let (wl, wh) = pick(&|m| m.total_wait_ns);
+    let (wl, wh) = pick(&|m| m.total_wait_ns.get() as i64);
     Range {
         low: Metrics {
             acquisitions: al as u64,
             contended: cl as u64,
-            total_wait_ns: wl,
+            total_wait_ns: Ns::from_i64(wl),
             ..Default::default()
         },
         high: Metrics {
             acquisitions: ah as u64,
             contended: ch as u64,
-            total_wait_ns: wh,
+            total_wait_ns: Ns::from_i64(wh),
             ..Default::default()
         },
     }

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
+use crate::duration::Ns;
 use crate::error::{Error, Result};
 
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
@@ -153,9 +154,9 @@ pub struct Reconstruction {
     /// Measured traced contention on the lock: (count, total wait ns, max wait ns).
     pub measured_contended: u64,
     /// Sum of `contention_end − contention_begin` on the lock.
-    pub measured_wait_ns: i64,
+    pub measured_wait_ns: Ns,
     /// Longest traced wait on the lock.
-    pub measured_max_wait_ns: i64,
+    pub measured_max_wait_ns: Ns,
     /// Traced waits that could not be attached to a hold.
     pub unattached_waits: u64,
     /// Inserted folios whose `mm_page_alloc` is not in the trace.
@@ -166,7 +167,7 @@ pub struct Reconstruction {
     pub span: (i64, i64),
     /// Traced waits on the lock by path: (count, total wait ns). The path comes from the
     /// wait's call chain, else from the hold it is attached to.
-    pub measured_by_via: std::collections::BTreeMap<Via, (u64, i64)>,
+    pub measured_by_via: std::collections::BTreeMap<Via, (u64, Ns)>,
     /// The capture has discarding madvise/munmap events (folio deaths are known).
     pub has_discards: bool,
     /// Median time from a discarding call's enter to its first free-side hold on that task, ns.
@@ -229,9 +230,9 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
-        (0u64, 0i64, 0i64, 0u64, 0u64);
+        (0u64, Ns(0), Ns(0), 0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
-    let mut by_via: std::collections::BTreeMap<Via, (u64, i64)> = Default::default();
+    let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
 
     for e in &t.events {
         if !cpus.contains(&e.cpu) {
@@ -307,13 +308,13 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                 if l == lock {
                     let p = pending.entry(e.cpu).or_default();
                     if let Some((b, via)) = p.0.take() {
-                        let w = e.ts - b;
+                        let w = Ns::between(b, e.ts);
                         contended += 1;
                         wait += w;
                         max_wait = max_wait.max(w);
                         if let Some((b0, e0, v0)) = p.1.replace((b, e.ts, via)) {
                             unattached += 1;
-                            tally(&mut by_via, v0, e0 - b0);
+                            tally(&mut by_via, v0, Ns::between(b0, e0));
                         }
                     }
                     // a wait ends a hold in progress on this CPU: the next event starts anew
@@ -328,7 +329,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     for p in pending.values() {
         if let Some((b, e, v)) = p.1 {
             unattached += 1;
-            tally(&mut by_via, v, e - b);
+            tally(&mut by_via, v, Ns::between(b, e));
         }
     }
     if holds.is_empty() {
@@ -347,7 +348,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             } else {
                 h.traced_via
             };
-            tally(&mut by_via, v, e - b);
+            tally(&mut by_via, v, Ns::between(b, e));
         }
     }
     let zap_delay_ns = zap_delay(&holds, &faults);
@@ -375,8 +376,8 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
 }
 
 /// Count one traced wait of `ns` under its path.
-fn tally(by_via: &mut std::collections::BTreeMap<Via, (u64, i64)>, via: Via, ns: i64) {
-    let m = by_via.entry(via).or_insert((0, 0));
+fn tally(by_via: &mut std::collections::BTreeMap<Via, (u64, Ns)>, via: Via, ns: Ns) {
+    let m = by_via.entry(via).or_insert((0, Ns(0)));
     m.0 += 1;
     m.1 += ns;
 }

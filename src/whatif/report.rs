@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::calibrate::Calibration;
+use crate::duration::Ns;
 use super::des::Metrics;
 use super::trace::Observation;
 use super::{Identities, Outcome, PathRow, Sensitivity};
@@ -23,12 +24,12 @@ pub struct Counts {
     pub acquisitions: u64,
     /// Acquisitions `contention_begin` reports.
     pub contended: u64,
-    /// Sum of traced waits, ns.
-    pub total_wait_ns: i64,
-    /// Mean traced wait, ns (rounded).
-    pub avg_wait_ns: i64,
-    /// Longest traced wait, ns.
-    pub max_wait_ns: i64,
+    /// Sum of traced waits.
+    pub total_wait_ns: Ns,
+    /// Mean traced wait (rounded).
+    pub avg_wait_ns: Ns,
+    /// Longest traced wait.
+    pub max_wait_ns: Ns,
 }
 
 impl From<&Metrics> for Counts {
@@ -37,7 +38,7 @@ impl From<&Metrics> for Counts {
             acquisitions: m.acquisitions,
             contended: m.contended,
             total_wait_ns: m.total_wait_ns,
-            avg_wait_ns: m.avg_wait_ns().round() as i64,
+            avg_wait_ns: Ns(m.avg_wait_ns().round() as u64),
             max_wait_ns: m.max_wait_ns,
         }
     }
@@ -158,7 +159,7 @@ impl Report {
                 Errors {
                     acquisitions: err(p.acquisitions as f64, m.acquisitions as f64),
                     contended: err(p.contended as f64, m.contended as f64),
-                    total_wait_ns: err(p.total_wait_ns as f64, m.total_wait_ns as f64),
+                    total_wait_ns: err(p.total_wait_ns.as_f64(), m.total_wait_ns.as_f64()),
                 }
             }),
         };

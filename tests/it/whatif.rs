@@ -74,8 +74,8 @@ fn whatif_identities_and_no_change_replay_on_every_capture() {
             assert_eq!(o.replayed.acquisitions, id.add_holds_rule + id.free_holds);
             let ec = rel(o.replayed.contended as f64, o.measured.contended as f64);
             let ew = rel(
-                o.replayed.total_wait_ns as f64,
-                o.measured.total_wait_ns as f64,
+                o.replayed.total_wait_ns.as_f64(),
+                o.measured.total_wait_ns.as_f64(),
             );
             report += &format!("{size} r{r}: contended {:+.3} total wait {:+.3}\n", ec, ew);
             assert!(ec.abs() < 0.30 && ew.abs() < 0.30, "{size} r{r}: {report}");
