@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::target::Dest;
-use super::write::{write_frame_to, FileFormat};
+use super::write::{write_frame_to, Dest, FileFormat};
 use crate::error::{Error, Result};
 
 enum State {

@@ -10,27 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+pub use super::write::Dest;
 use super::write::FileFormat;
 use crate::error::{Error, Result};
-
-/// Where one table's bytes go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dest {
-    /// Standard output.
-    Stdout,
-    /// A file, written atomically (temporary file renamed into place).
-    File(PathBuf),
-}
-
-impl Dest {
-    /// How the destination is named in messages.
-    pub fn display(&self) -> String {
-        match self {
-            Dest::Stdout => "standard output".into(),
-            Dest::File(p) => p.display().to_string(),
-        }
-    }
-}
 
 /// Where a command's tables go.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::Serialize;
 
-use super::target::Dest;
 use crate::error::{Error, Result};
 
 /// File formats for tables.
@@ -40,6 +39,25 @@ impl FileFormat {
             "parquet" | "pq" => Some(FileFormat::Parquet),
             "json" => Some(FileFormat::Json),
             _ => None,
+        }
+    }
+}
+
+/// Where one table's bytes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// Standard output.
+    Stdout,
+    /// A file, written atomically (temporary file renamed into place).
+    File(PathBuf),
+}
+
+impl Dest {
+    /// How the destination is named in messages.
+    pub fn display(&self) -> String {
+        match self {
+            Dest::Stdout => "standard output".into(),
+            Dest::File(p) => p.display().to_string(),
         }
     }
 }

@@ -208,10 +208,10 @@ mod tests {
         // 270. CPU0's next request: virtual 200 + its 100 of lock time = 300, lock free.
         let s = vec![vec![req(0), req(200)], vec![req(50)]];
         let m = replay(&s, &c, Observation::Paravirt);
-        assert_eq!((m.acquisitions, m.contended, m.total_wait_ns), (3, 1, 70));
+        assert_eq!((m.acquisitions, m.contended, m.total_wait_ns), (3, 1, Ns(70)));
         // bare metal: the one waiter spins on the pending bit, untraced; granted at the release
         let m = replay(&s, &c, Observation::BareMetal);
-        assert_eq!((m.contended, m.slowpath, m.all_wait_ns), (0, 1, 50));
+        assert_eq!((m.contended, m.slowpath, m.all_wait_ns), (0, 1, Ns(50)));
     }
 
     #[test]
@@ -222,6 +222,6 @@ mod tests {
         let m = replay(&s, &c, Observation::BareMetal);
         // CPU1 waits to 100 (pending, untraced, holds to 200); CPU2 queued behind it is traced:
         // granted at 200 + 20, waits 200
-        assert_eq!((m.slowpath, m.contended, m.total_wait_ns), (2, 1, 200));
+        assert_eq!((m.slowpath, m.contended, m.total_wait_ns), (2, 1, Ns(200)));
     }
 }

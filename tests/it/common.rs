@@ -60,14 +60,14 @@ pub fn whatif_run(
     policy_name: &str,
     set: &[(&str, &str)],
 ) -> lockcast::whatif::Outcome {
-    use lockcast::whatif::{self, policy, trace};
+    use lockcast::whatif::{self, registry, trace};
     let t = trace::read(path, false).expect("read capture");
     let ctx = whatif::context(&t);
     let set: std::collections::BTreeMap<String, String> = set
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let p = policy::make(policy_name, &set, &ctx).expect("policy");
+    let p = registry::make_lock(policy_name, &set, &ctx).expect("policy");
     let o = whatif::Options {
         bootstrap: 0,
         ..Default::default()

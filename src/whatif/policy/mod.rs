@@ -66,12 +66,3 @@ pub trait Policy: std::fmt::Debug {
         Vec::new()
     }
 }
-
-/// Build a policy by name (see [`crate::whatif::registry`]).
-pub fn make(
-    name: &str,
-    set: &crate::whatif::params::Set,
-    ctx: &Context,
-) -> Result<Box<dyn Policy>> {
-    crate::whatif::registry::make_lock(name, set, ctx)
-}

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A prediction with its measured inputs, in the shape of `lockcast whatif --json`
 /// (top-level keys `policy`, `params`, `measured`, `predicted`, `interval`, `notes`).
@@ -98,16 +98,6 @@ pub trait WorkPolicy: std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// Run on a capture directory.
     fn run(&self, capture: &str) -> Result<WorkOutcome>;
-}
-
-/// Build the named work policy from `--set` pairs and run it on `capture`.
-pub fn run(name: &str, capture: &str, set: &super::params::Set) -> Result<WorkOutcome> {
-    match super::registry::find(name)?.engine {
-        super::registry::Engine::Work(make) => make(set)?.run(capture),
-        super::registry::Engine::Lock(_) => Err(Error::Usage(format!(
-            "{name} replays an event trace; it is not a work policy"
-        ))),
-    }
 }
 
 /// Approximate 95% interval of a Poisson count (sampling noise of `perf record` counts):
