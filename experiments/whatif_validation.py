@@ -31,7 +31,7 @@ REPO = os.path.dirname(HERE)
 REPLAY = os.path.join(REPO, "fixtures", "replay")
 SIZES = ["4K", "16K", "32K", "64K"]
 RUNS = [1, 2, 3]
-SEED = os.path.join(REPO, "..", "shared", "seeds", "lru-cache-small-large-folios-rfc-v3.txt")
+SEED = os.path.join(REPO, "fixtures", "seeds", "lru-cache-small-large-folios-rfc-v3.txt")
 
 
 def find_lockcast():

@@ -9,17 +9,9 @@ pub fn fixture(p: &str) -> PathBuf {
     repo().join("fixtures").join(p)
 }
 
-pub fn shared() -> PathBuf {
-    if let Ok(p) = std::env::var("LOCKCAST_SHARED") {
-        return PathBuf::from(p);
-    }
-    let p = repo().join("../shared");
-    assert!(
-        p.join("corpus").is_dir(),
-        "shared/ not found at {} (set LOCKCAST_SHARED)",
-        p.display()
-    );
-    p
+/// The corpus of real tool outputs (`tests/corpus/`, see its SOURCES.md).
+pub fn corpus(p: &str) -> PathBuf {
+    repo().join("tests/corpus").join(p)
 }
 
 pub const SEED: &str = "seeds/lru-cache-small-large-folios-rfc-v3.txt";

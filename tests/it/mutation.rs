@@ -136,7 +136,7 @@ fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
 fn inputs() -> Vec<Input> {
     let mut paths = Vec::new();
     files_in(&repo().join("fixtures"), &mut paths);
-    files_in(&shared().join("corpus"), &mut paths);
+    files_in(&corpus(""), &mut paths);
     let mut out = Vec::new();
     for p in paths {
         let s = p.to_string_lossy();
