@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # Build the fuzz seed corpora in fuzz/corpus/<target>/ from the repo's real captures
-# (fixtures/) and the shared corpus of real tool outputs (../shared/corpus or $LOCKCAST_SHARED).
+# (fixtures/) and the corpus of real tool outputs (tests/corpus/).
 # Seeds are plain text (gzip decompressed) cut to MAX_LEN bytes, the fuzzers' input cap.
 # fuzz/corpus is gitignored: seeds are copies, and what the fuzzer adds is run-time state.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-shared="${LOCKCAST_SHARED:-$root/../shared}"
 max_len="${MAX_LEN:-65536}"
-corpus="$shared/corpus"
-if [ ! -d "$corpus" ]; then
-  echo "seed.sh: $corpus not found (set LOCKCAST_SHARED)" >&2
-  exit 1
-fi
+corpus="$root/tests/corpus"
 
 # add TARGET FILE...: copy each file (decompressed, cut) into corpus/TARGET, named by content.
 add() {

@@ -1973,31 +1973,13 @@ this is not a trace line
 
     // ---- corpus ---------------------------------------------------------------------------
 
-    /// `shared/` beside the repository, or `$LOCKCAST_SHARED`; fails loudly when neither exists.
-    fn shared_dir() -> PathBuf {
-        let beside = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"));
-        if beside.join("corpus/ftrace").is_dir() {
-            return beside.to_path_buf();
-        }
-        if let Some(v) = std::env::var_os("LOCKCAST_SHARED") {
-            let p = PathBuf::from(v);
-            if p.join("corpus/ftrace").is_dir() {
-                return p;
-            }
-            panic!(
-                "LOCKCAST_SHARED={} has no corpus/ftrace directory",
-                p.display()
-            );
-        }
-        panic!(
-            "shared corpus not found: {}/corpus/ftrace does not exist and LOCKCAST_SHARED is not \
-             set; clone shared/ beside the repository or set LOCKCAST_SHARED=/path/to/shared",
-            beside.display()
-        );
+    /// The corpus of real tool outputs, copied into the repository (`tests/corpus/`).
+    fn corpus_dir() -> PathBuf {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/corpus")).to_path_buf()
     }
 
     fn corpus(name: &str) -> Vec<u8> {
-        let p = shared_dir().join("corpus/ftrace").join(name);
+        let p = corpus_dir().join("ftrace").join(name);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
@@ -2031,7 +2013,7 @@ this is not a trace line
     fn sniff_rejects_other_corpus_formats() {
         let mut files = 0;
         for dir in ["perf-lock", "perf-report", "perf-script"] {
-            for entry in std::fs::read_dir(shared_dir().join("corpus").join(dir)).unwrap() {
+            for entry in std::fs::read_dir(corpus_dir().join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "gz") {
                     continue;
@@ -2073,7 +2055,7 @@ this is not a trace line
             "trappy-trace_sched.txt",
             "trappy-trace_systrace.html",
         ];
-        let dir = shared_dir().join("corpus/ftrace");
+        let dir = corpus_dir().join("ftrace");
         let mut found: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -1172,32 +1172,11 @@ mod tests {
         ));
     }
 
-    // ---- whole files: shared corpus and own fixtures ----
+    // ---- whole files: the corpus and own fixtures ----
 
-    /// `shared/corpus` next to the repository, or `$LOCKCAST_SHARED` (the `shared` directory or
-    /// its `corpus` directory). Panics when neither exists: a missing corpus must fail the test.
+    /// The corpus of real tool outputs, copied into the repository (`tests/corpus/`).
     fn corpus_dir() -> PathBuf {
-        let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus"));
-        if p.is_dir() {
-            return p.to_path_buf();
-        }
-        if let Ok(s) = std::env::var("LOCKCAST_SHARED") {
-            let s = PathBuf::from(s);
-            for c in [s.join("corpus"), s.clone()] {
-                if c.join("perf-script").is_dir() {
-                    return c;
-                }
-            }
-            panic!(
-                "LOCKCAST_SHARED={} has no corpus/perf-script directory",
-                s.display()
-            );
-        }
-        panic!(
-            "shared corpus not found at {} and LOCKCAST_SHARED is not set; \
-             point LOCKCAST_SHARED at the shared/ directory",
-            p.display()
-        );
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/corpus")).to_path_buf()
     }
 
     fn fixtures_dir() -> PathBuf {

@@ -1,27 +1,17 @@
-//! Every file of `shared/corpus/perf-lock/` parses, with values checked against the raw text.
-//! The corpus lives beside the repository (`../shared`, or `$LOCKCAST_SHARED`); a missing corpus
-//! fails the tests rather than skipping them.
+//! Every file of `tests/corpus/perf-lock/` parses, with values checked against the raw text.
 
 use std::path::PathBuf;
 
 use lockcast_parsers::perf_lock::{parse_all, FooterKind, Mode, Options, Parsed, Style};
 use lockcast_parsers::time::TimeNs;
 
-fn shared() -> PathBuf {
-    if let Ok(p) = std::env::var("LOCKCAST_SHARED") {
-        return PathBuf::from(p);
-    }
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"));
-    assert!(
-        p.join("corpus").is_dir(),
-        "corpus not found at {} (set LOCKCAST_SHARED)",
-        p.display()
-    );
-    p
+/// The corpus of real tool outputs, copied into the repository.
+fn corpus() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/corpus"))
 }
 
 fn parse(name: &str) -> Parsed {
-    let path = shared().join("corpus/perf-lock").join(name);
+    let path = corpus().join("perf-lock").join(name);
     let f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     parse_all(std::io::BufReader::new(f), &Options::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -33,7 +23,7 @@ fn t(ns: u64, err_ns: u64) -> Option<TimeNs> {
 
 #[test]
 fn corpus_every_file_parses() {
-    let dir = shared().join("corpus/perf-lock");
+    let dir = corpus().join("perf-lock");
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let name = e.unwrap().file_name().into_string().unwrap();

@@ -158,12 +158,9 @@ fn damaged_row_of_a_verbose_table_takes_its_stack_with_it() {
 fn info_map_row_cut_inside_its_address_is_malformed() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/perf-lock/info-map-m.txt"
+        "/../tests/corpus/perf-lock/info-map-m.txt"
     );
-    let path = std::env::var("LOCKCAST_SHARED")
-        .map(|s| format!("{s}/corpus/perf-lock/info-map-m.txt"))
-        .unwrap_or_else(|_| path.to_string());
-    let clean = std::fs::read_to_string(&path).unwrap();
+    let clean = std::fs::read_to_string(path).unwrap();
     let cut = clean.find(" 0xffffa0d8e051cc48").unwrap() + 13;
     let text = &clean[..cut];
     assert!(text.ends_with("\n 0xffffa0d8e0"));

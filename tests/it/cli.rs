@@ -252,7 +252,7 @@ fn cli_demo_runs_on_bundled_fixtures() {
 
 #[test]
 fn cli_every_perf_lock_corpus_file_parses() {
-    let dir = shared().join("corpus/perf-lock");
+    let dir = corpus("perf-lock");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path().to_string_lossy().into_owned())

@@ -9,17 +9,9 @@ pub fn fixture(p: &str) -> PathBuf {
     repo().join("fixtures").join(p)
 }
 
-pub fn shared() -> PathBuf {
-    if let Ok(p) = std::env::var("LOCKCAST_SHARED") {
-        return PathBuf::from(p);
-    }
-    let p = repo().join("../shared");
-    assert!(
-        p.join("corpus").is_dir(),
-        "shared/ not found at {} (set LOCKCAST_SHARED)",
-        p.display()
-    );
-    p
+/// The corpus of real tool outputs (`tests/corpus/`, see its SOURCES.md).
+pub fn corpus(p: &str) -> PathBuf {
+    repo().join("tests/corpus").join(p)
 }
 
 pub const SEED: &str = "seeds/lru-cache-small-large-folios-rfc-v3.txt";
@@ -73,4 +65,102 @@ pub fn whatif_run(
         ..Default::default()
     };
     whatif::run(&t, p.as_ref(), &ctx, &o).expect("run")
+}
+
+/// The text format of a capture file (what `--input-format` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fmt {
+    PerfLock,
+    Ftrace,
+    PerfScript,
+    PerfReport,
+}
+
+impl Fmt {
+    pub fn arg(self) -> &'static str {
+        match self {
+            Fmt::PerfLock => "perf-lock",
+            Fmt::Ftrace => "ftrace",
+            Fmt::PerfScript => "perf-script",
+            Fmt::PerfReport => "perf-report",
+        }
+    }
+}
+
+/// One capture-text file of the repository.
+pub struct CaptureFile {
+    /// Repo-relative, `/`-separated (`fixtures/captures/micro-16K-r1/contention.txt`).
+    pub path: String,
+    pub fmt: Fmt,
+}
+
+fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_in(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Every capture-text file in `fixtures/` and `tests/corpus/` with the format it is in, in
+/// path order (fixtures first): perf lock tables (and the seed posting), raw ftrace and
+/// trace-cmd text, perf script text (plain or gzip), perf report text. Scripts, READMEs,
+/// `meta`, `perf stat` CSVs, workload and vmstat logs are not captures and are left out.
+pub fn capture_files() -> Vec<CaptureFile> {
+    let mut paths = Vec::new();
+    files_in(&repo().join("fixtures"), &mut paths);
+    files_in(&repo().join("tests/corpus"), &mut paths);
+    let mut out = Vec::new();
+    for p in paths {
+        let rel = p
+            .strip_prefix(repo())
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".md") || name.ends_with(".sh") {
+            continue;
+        }
+        // fixtures/<kind>/<run>/<file>: the capture scripts' directories
+        let run_dir = [
+            "captures", "replay", "traces", "fbatch", "samples", "lazyfree",
+        ]
+        .iter()
+        .any(|d| rel.starts_with(&format!("fixtures/{d}/")));
+        let fmt = if rel.starts_with("fixtures/fbatch/") && name == "report.txt"
+            || rel.contains("/perf-report/")
+        {
+            // fbatch's report.txt is `perf report --stdio`; captures/'s is `perf lock report`
+            Fmt::PerfReport
+        } else if rel.contains("/perf-lock/")
+            || rel.contains("/seeds/")
+            || (run_dir
+                && (name.starts_with("contention")
+                    || name.starts_with("report")
+                    || name.starts_with("info"))
+                && name.ends_with(".txt"))
+        {
+            Fmt::PerfLock
+        } else if rel.contains("/ftrace/") {
+            Fmt::Ftrace
+        } else if rel.contains("/perf-script/")
+            || (run_dir
+                && (name.starts_with("script")
+                    || name == "events.txt.gz"
+                    || name == "samples.txt.gz"))
+        {
+            Fmt::PerfScript
+        } else {
+            continue;
+        };
+        out.push(CaptureFile { path: rel, fmt });
+    }
+    out
 }

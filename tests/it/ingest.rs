@@ -328,7 +328,7 @@ fn ingest_callgraph_rows_are_entries_plus_graph_nodes() {
 #[test]
 fn ingest_perf_script_without_time_column_is_detected() {
     // `func_ab 15294 cpu-clock: ` (no time, old perf): auto-detected as perf script
-    let p = shared().join("corpus/perf-script/flamegraph-perf-funcab-pid-01.txt");
+    let p = corpus("perf-script/flamegraph-perf-funcab-pid-01.txt");
     let o = lockcast(&["parse", &p.to_string_lossy(), "--table", "samples"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);

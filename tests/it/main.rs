@@ -7,6 +7,7 @@ mod dataset;
 mod determinism;
 mod fbatch;
 mod formats;
+mod golden;
 mod ingest;
 mod lazyfree;
 mod limits;

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 
-use crate::common::{fixture, lockcast, shared, whatif_run as run, SEED};
+use crate::common::{fixture, lockcast, whatif_run as run, SEED};
 
 const SIZES: [&str; 4] = ["4K", "16K", "32K", "64K"];
 /// lrufault -t 2 -s 16 -l 10: 2 threads × 10 loops × 16 MiB of 4 KiB pages.
@@ -217,7 +217,7 @@ fn cli_whatif_bad_requests_exit_2_and_3() {
     let out = lockcast(&["whatif", "lru-cache", &path, "--set", "max_cahced_pages=8"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown parameter 'max_cahced_pages'"));
-    let seed = format!("{}#1", shared().join(SEED).display());
+    let seed = format!("{}#1", fixture(SEED).display());
     let out = lockcast(&["whatif", "lru-cache", &seed]);
     assert_eq!(
         out.status.code(),
@@ -238,7 +238,7 @@ fn cli_whatif_bad_requests_exit_2_and_3() {
 #[test]
 fn cli_whatif_summary_mode_on_the_seed_table() {
     // Validation 5: the seed's w/o-patch table, 20 threads, 16 KiB folios (MODELS.md §7).
-    let seed = format!("{}#1", shared().join(SEED).display());
+    let seed = format!("{}#1", fixture(SEED).display());
     let out = lockcast(&[
         "whatif",
         "lru-cache",
