@@ -203,12 +203,12 @@ fn write_tables(a: &ParseArgs, open: &OpenOptions) -> Result<()> {
     drop(info);
     match &target {
         Target::None => {}
-        Target::One(..) | Target::Dir(..) => {
+        Target::One(..) => {
             for (dest, n) in written {
                 eprintln!("lockcast: wrote {n} rows to {}", dest.display());
             }
         }
-        Target::Partitioned(p) => eprintln!(
+        Target::Dir(p, _) | Target::Partitioned(p) => eprintln!(
             "lockcast: wrote {} table(s) under {}",
             wanted.len(),
             p.display()
