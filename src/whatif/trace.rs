@@ -296,19 +296,12 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
             st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
-        "sys_exit_madvise" => {
-            // only the exits of calls whose enter was a discarding advice
-            if !st.discard_open.remove(&e.tid) {
-                t.other_events += 1;
-                return Ok(());
-            }
-            Kind::Discard { enter: false }
-        }
         "sys_enter_munmap" => {
             st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
-        "sys_exit_munmap" => {
+        "sys_exit_madvise" | "sys_exit_munmap" => {
+            // only the exits of calls whose enter was a discarding one
             if !st.discard_open.remove(&e.tid) {
                 t.other_events += 1;
                 return Ok(());

@@ -67,6 +67,29 @@ pub fn kv_lines(path: &str) -> Result<Vec<(u64, BTreeMap<String, String>)>> {
         .collect())
 }
 
+/// A `key=value` file of a capture directory (`meta.txt`, `workload.txt`), with its path for
+/// messages.
+pub struct KvFile {
+    /// Where it was read from.
+    pub path: String,
+    /// Its pairs (first occurrence of a key wins).
+    pub pairs: BTreeMap<String, String>,
+}
+
+impl KvFile {
+    /// `DIR/NAME` (or its `.gz` / `.zst`), read.
+    pub fn open(dir: &str, name: &str) -> Result<Self> {
+        let path = file(dir, name)?;
+        let pairs = kv_file(&path)?;
+        Ok(KvFile { path, pairs })
+    }
+
+    /// A required integer; the error names the file and the key.
+    pub fn int(&self, key: &str) -> Result<i64> {
+        int(&self.pairs, key, &self.path)
+    }
+}
+
 /// A required integer from a `key=value` map.
 pub fn int(m: &BTreeMap<String, String>, key: &str, path: &str) -> Result<i64> {
     let v = m

@@ -332,10 +332,9 @@ impl WorkPolicy for KhugepagedLazyfree {
     }
 
     fn run(&self, dir: &str) -> Result<WorkOutcome> {
-        let mpath = capture::file(dir, "meta.txt")?;
-        let meta = capture::kv_file(&mpath)?;
-        let sleep_ms = capture::int(&meta, "khugepaged_scan_sleep_millisecs", &mpath)? as f64;
-        let budget = capture::int(&meta, "khugepaged_pages_to_scan", &mpath)? as f64;
+        let meta = capture::KvFile::open(dir, "meta.txt")?;
+        let sleep_ms = meta.int("khugepaged_scan_sleep_millisecs")? as f64;
+        let budget = meta.int("khugepaged_pages_to_scan")? as f64;
         let k = read(dir, sleep_ms)?;
         let n = k.scans.len();
         let is_lf: Vec<bool> = k

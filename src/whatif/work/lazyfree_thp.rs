@@ -154,9 +154,8 @@ impl WorkPolicy for LazyfreeThp {
     }
 
     fn run(&self, dir: &str) -> Result<WorkOutcome> {
-        let wpath = capture::file(dir, "workload.txt")?;
-        let w = capture::kv_file(&wpath)?;
-        let wall = capture::int(&w, "reclaim_ns", &wpath)? as f64;
+        let w = capture::KvFile::open(dir, "workload.txt")?;
+        let wall = w.int("reclaim_ns")? as f64;
         let delta = capture::vmstat_delta(dir)?;
         let d = |k: &str| delta.get(k).copied().unwrap_or(0);
         let split_pmd = d("thp_split_pmd");
@@ -167,7 +166,7 @@ impl WorkPolicy for LazyfreeThp {
         let cpu = a.reclaim as f64 * p;
 
         // zap calibration: THPs zapped = AnonHugePages before MADV_DONTNEED / 2 MiB
-        let zapped = capture::int(&w, "anon_huge_kb_before_dontneed", &wpath).unwrap_or(0) / 2048;
+        let zapped = w.int("anon_huge_kb_before_dontneed").unwrap_or(0) / 2048;
         let flush_per_pmd = if split_pmd > 0 {
             a.split_flush as f64 * p / split_pmd as f64
         } else {
@@ -180,8 +179,9 @@ impl WorkPolicy for LazyfreeThp {
         };
         let c_discard = self.c_discard_ns.or(c_discard_cal).ok_or_else(|| {
             Error::Input(format!(
-                "{dir}: no MADV_DONTNEED calibration (anon_huge_kb_before_dontneed) in {wpath}; \
-                 pass --set c_discard_ns=N"
+                "{dir}: no MADV_DONTNEED calibration (anon_huge_kb_before_dontneed) in {}; \
+                 pass --set c_discard_ns=N",
+                w.path
             ))
         })?;
 
@@ -199,7 +199,7 @@ impl WorkPolicy for LazyfreeThp {
         measured.insert("samples_free".into(), json!(a.free));
         measured.insert("samples_zap_pmd".into(), json!(a.zap_pmd));
         measured.insert("sample_period_ns".into(), json!(a.period_ns));
-        if let Ok(dn) = capture::int(&w, "dontneed_ns", &wpath) {
+        if let Ok(dn) = w.int("dontneed_ns") {
             measured.insert("dontneed_wall_ns".into(), json!(dn));
             measured.insert("dontneed_thps".into(), json!(zapped));
         }
