@@ -8,7 +8,8 @@
 use polars::prelude::*;
 
 use lockcast_parsers::event::{Event, Source};
-use lockcast_parsers::{payload, Diagnostic, LineError, Location};
+use lockcast_parsers::payload::{self, CollapseEvent};
+use lockcast_parsers::{Diagnostic, LineError, Location};
 
 use super::schema::{event_common as ec, events as ev, fields as fl, samples as sa, typed as ty};
 use crate::error::{Error, Result};
@@ -102,9 +103,9 @@ impl EventTable {
             "mm_page_free" => ("kmem", EventTable::PageFree),
             "mm_page_free_batched" => ("kmem", EventTable::PageFreeBatched),
             "mm_khugepaged_scan_pmd" => ("huge_memory", EventTable::KhugepagedScanPmd),
-            n if n.starts_with("mm_collapse_huge_page") => {
-                ("huge_memory", EventTable::CollapseHugePage)
-            }
+            "mm_collapse_huge_page"
+            | "mm_collapse_huge_page_isolate"
+            | "mm_collapse_huge_page_swapin" => ("huge_memory", EventTable::CollapseHugePage),
             n if n.starts_with("mm_vmscan_") => ("vmscan", EventTable::Vmscan),
             _ => return None,
         };
@@ -232,7 +233,7 @@ enum TypedCols {
         referenced: Vec<i32>,
         none_or_zero: Vec<i32>,
         status: Str,
-        unmapped: Vec<Option<i32>>,
+        unmapped: Vec<i32>,
     },
     Collapse {
         event: Str,
@@ -419,17 +420,44 @@ impl TypedCols {
                 ret,
                 status,
             } => {
-                let x = payload::collapse_huge_page(p)?;
+                // each event fills the columns its TP_printk prints, the others are null
+                let x = payload::collapse_event(&e.name, p)?;
                 event.push(&e.name);
-                mm.opt(x.mm.as_deref());
-                scan_pfn.push(x.scan_pfn);
-                isolated.push(x.isolated);
-                swapped_in.push(x.swapped_in);
-                none_or_zero.push(x.none_or_zero);
-                referenced.push(x.referenced);
-                writable.push(x.writable);
-                ret.push(x.ret);
-                status.opt(x.status.as_deref());
+                match x {
+                    CollapseEvent::Collapse(c) => {
+                        mm.push(&c.mm);
+                        scan_pfn.push(None);
+                        isolated.push(Some(c.isolated));
+                        swapped_in.push(None);
+                        none_or_zero.push(None);
+                        referenced.push(None);
+                        writable.push(None);
+                        ret.push(None);
+                        status.push(&c.status);
+                    }
+                    CollapseEvent::Isolate(i) => {
+                        mm.opt(None);
+                        scan_pfn.push(Some(i.scan_pfn));
+                        isolated.push(None);
+                        swapped_in.push(None);
+                        none_or_zero.push(Some(i.none_or_zero));
+                        referenced.push(Some(i.referenced));
+                        writable.push(i.writable);
+                        ret.push(None);
+                        status.push(&i.status);
+                    }
+                    CollapseEvent::Swapin(s) => {
+                        mm.push(&s.mm);
+                        scan_pfn.push(None);
+                        isolated.push(None);
+                        swapped_in.push(Some(s.swapped_in));
+                        none_or_zero.push(None);
+                        referenced.push(Some(s.referenced));
+                        writable.push(None);
+                        ret.push(Some(s.ret));
+                        status.opt(None);
+                    }
+                }
             }
             TypedCols::Vmscan {
                 event,
