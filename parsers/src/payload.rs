@@ -101,10 +101,10 @@ pub struct PageFree {
 /// `"mm=%p, scan_pfn=0x%lx, writable=%d, referenced=%d, none_or_zero=%d, status=%s,
 /// unmapped=%d"`; 6.18 no longer prints `writable=` (the capture in `fixtures/lazyfree`).
 ///
-/// `unmapped` is required: the kernel has printed `unmapped=%d` since the tracepoint's own
-/// series (≈ v4.5), in every `TP_printk` of it in mainline up to 6.18 and in every real line
-/// here (the LKML line of 2020, all 6.18 captures). The what-if reader once required it and
-/// the table reader did not; a scan line without it is a damaged line, not an old kernel.
+/// `unmapped` is required: `include/trace/events/huge_memory.h` has printed `unmapped=%d`
+/// since about v4.5 (FORMATS.md §2.3), before and after `writable=` went, and every real line
+/// here has it (the LKML line of 2020, all 6.18 captures): a scan line without it is damaged,
+/// not from an old kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KhugepagedScanPmd {
     /// `mm_struct` pointer as printed.
