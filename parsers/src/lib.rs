@@ -23,7 +23,6 @@ pub mod error;
 pub mod event;
 pub mod ftrace;
 pub mod lines;
-pub mod mm_payload;
 pub mod payload;
 pub mod perf_lock;
 pub mod perf_report;

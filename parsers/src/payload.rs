@@ -1,9 +1,28 @@
-//! Typed payloads of the tracepoints the models use (FORMATS.md §2.3, MODELS.md §2).
+//! Typed payloads of the tracepoints lockcast reads (FORMATS.md §2.3, MODELS.md §2), one struct
+//! per tracepoint, its fields those of the kernel's `TP_printk`; and the plain-text snapshot
+//! files the work what-ifs read beside a capture (`/proc/vmstat`, `key=value` lines).
 //!
 //! Payload text is kept raw in [`crate::event::Event`] and parsed here on demand. Pointers are
 //! kept as printed (`%p` is hashed without `0x` in ftrace, real with `0x` in perf script and
-//! trace-cmd): they are identities, comparable within one file, not numbers.
-//! Any other event's `key=value` pairs come from [`key_values`].
+//! trace-cmd): they are identities, comparable within one file, not numbers. Fields are taken
+//! by name, never by position: kernels add fields (`order=` on recent `mm_collapse_huge_page*`)
+//! and drop them (`writable=` in 6.18), and a field not named here is ignored. A field every
+//! kernel with the tracepoint prints is required (missing is an error naming it); a field only
+//! some kernels print is an `Option`. Any other event's `key=value` pairs come from
+//! [`key_values`].
+//!
+//! As kernel 6.18 prints them through `perf script` (tracefs prints the same text with `%p`
+//! values hashed instead of `0x…`):
+//!
+//! ```text
+//! lock:contention_begin: 0xffff888102abc698 (flags=SPIN)
+//! pagemap:mm_lru_insertion: folio=0xffffea0004f3a300 pfn=0x13ce8c lru=0 flags=Ma bd
+//! huge_memory:mm_khugepaged_scan_pmd: mm=0xffff8884b5ddabc0, scan_pfn=0x3a689a, referenced=512, none_or_zero=0, status=succeeded, unmapped=0
+//! huge_memory:mm_collapse_huge_page: mm=0xffff8884b5ddabc0, isolated=1, status=succeeded
+//! huge_memory:mm_collapse_huge_page_isolate: scan_pfn=0x3a689a, none_or_zero=0, referenced=512, status=succeeded
+//! mmap_lock:mmap_lock_acquire_returned: mm=0xffff8884b5ddabc0 memcg_id=7856 write=true success=true
+//! syscalls:sys_enter_madvise: start: 0x7f56a5a00000, len_in: 0x08000000, behavior: 0x00000008
+//! ```
 
 use crate::error::LineError;
 
@@ -41,6 +60,15 @@ pub struct LruInsertion {
     pub flags: String,
 }
 
+/// `pagemap:mm_lru_activate`: `"folio=%p pfn=0x%lx"` (v5.16+; `page=` and decimal pfn before).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LruActivate {
+    /// Folio (or page) pointer as printed.
+    pub folio: String,
+    /// Page frame number.
+    pub pfn: u64,
+}
+
 /// `kmem:mm_page_alloc`: `"page=%p pfn=0x%lx order=%d migratetype=%d gfp_flags=%s"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageAlloc {
@@ -67,6 +95,152 @@ pub struct PageFree {
     /// Order.
     pub order: u32,
 }
+
+/// `huge_memory:mm_khugepaged_scan_pmd`, one PMD range scanned by khugepaged
+/// (`hpage_collapse_scan_pmd()`, fired after the collapse when there was one):
+/// `"mm=%p, scan_pfn=0x%lx, writable=%d, referenced=%d, none_or_zero=%d, status=%s,
+/// unmapped=%d"`; 6.18 no longer prints `writable=` (the capture in `fixtures/lazyfree`).
+///
+/// `unmapped` is required: `include/trace/events/huge_memory.h` has printed `unmapped=%d`
+/// since about v4.5 (FORMATS.md §2.3), before and after `writable=` went, and every real line
+/// here has it (the LKML line of 2020, all 6.18 captures): a scan line without it is damaged,
+/// not from an old kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KhugepagedScanPmd {
+    /// `mm_struct` pointer as printed.
+    pub mm: String,
+    /// pfn of the last page looked at (`0xffffffffffffffff` when no page was found).
+    pub scan_pfn: u64,
+    /// A writable pte was seen; absent on kernels that no longer print it (6.18).
+    pub writable: Option<i32>,
+    /// Referenced (young) ptes counted (a 0/1 bool on old kernels).
+    pub referenced: i32,
+    /// `pte_none` or zero-page ptes counted.
+    pub none_or_zero: i32,
+    /// `enum scan_result` name: `succeeded`, `lack_referenced_page`, `page_lazyfree` (patched).
+    pub status: String,
+    /// Swap ptes counted.
+    pub unmapped: i32,
+}
+
+/// `huge_memory:mm_collapse_huge_page`, the end of `collapse_huge_page()`:
+/// `"mm=%p, isolated=%d, status=%s"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollapseHugePage {
+    /// `mm_struct` pointer as printed.
+    pub mm: String,
+    /// 1 when the small folios were isolated (the kernel prints a bool as 0/1).
+    pub isolated: i32,
+    /// `enum scan_result` name.
+    pub status: String,
+}
+
+/// `huge_memory:mm_collapse_huge_page_isolate`, the end of `__collapse_huge_page_isolate()`:
+/// `"scan_pfn=0x%lx, none_or_zero=%d, referenced=%d, writable=%d, status=%s"`; 6.18 no longer
+/// prints `writable=`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollapseHugePageIsolate {
+    /// pfn of the last page looked at.
+    pub scan_pfn: u64,
+    /// Empty or zero-page ptes: the range has `512 - none_or_zero` pages to isolate.
+    pub none_or_zero: i32,
+    /// Referenced (young) ptes counted.
+    pub referenced: i32,
+    /// A writable pte was seen; absent on kernels that no longer print it (6.18).
+    pub writable: Option<i32>,
+    /// `enum scan_result` name.
+    pub status: String,
+}
+
+/// `huge_memory:mm_collapse_huge_page_swapin`, the end of `__collapse_huge_page_swapin()`:
+/// `"mm=%p, swapped_in=%d, referenced=%d, ret=%d"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollapseHugePageSwapin {
+    /// `mm_struct` pointer as printed.
+    pub mm: String,
+    /// Pages swapped in.
+    pub swapped_in: i32,
+    /// Referenced ptes.
+    pub referenced: i32,
+    /// Return value.
+    pub ret: i32,
+}
+
+/// One event of the `huge_memory:mm_collapse_huge_page*` family (`include/trace/events/
+/// huge_memory.h` has exactly these three), as [`collapse_event`] reads it by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollapseEvent {
+    /// `mm_collapse_huge_page`.
+    Collapse(CollapseHugePage),
+    /// `mm_collapse_huge_page_isolate`.
+    Isolate(CollapseHugePageIsolate),
+    /// `mm_collapse_huge_page_swapin`.
+    Swapin(CollapseHugePageSwapin),
+}
+
+/// `vmscan:mm_vmscan_*` events (kswapd wake/sleep, direct/memcg/node reclaim begin/end,
+/// `lru_isolate`, `lru_shrink_inactive`/`_active`, `write_folio`, `throttled`, ...): the fields
+/// most of them share, typed; every other `key=value` pair kept in `other`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Vmscan {
+    /// NUMA node.
+    pub nid: Option<i32>,
+    /// Allocation order.
+    pub order: Option<i32>,
+    /// GFP flags as printed.
+    pub gfp_flags: Option<String>,
+    /// `lru_isolate`: highest zone index.
+    pub classzone: Option<i32>,
+    /// Pages asked for (`lru_isolate`).
+    pub nr_requested: Option<u64>,
+    /// Pages scanned.
+    pub nr_scanned: Option<u64>,
+    /// Pages skipped (`lru_isolate`).
+    pub nr_skipped: Option<u64>,
+    /// Pages taken off the LRU.
+    pub nr_taken: Option<u64>,
+    /// Pages reclaimed.
+    pub nr_reclaimed: Option<u64>,
+    /// Reclaim priority.
+    pub priority: Option<i32>,
+    /// LRU list: a name (`inactive_file`) on current kernels, a number on old ones.
+    pub lru: Option<String>,
+    /// Reclaim flags as printed (`RECLAIM_WB_ANON|RECLAIM_WB_ASYNC`).
+    pub flags: Option<String>,
+    /// Every other pair, in printed order.
+    pub other: Vec<(String, String)>,
+}
+
+/// `mmap_lock:mmap_lock_acquire_returned` `"mm=%p memcg_id=%llu write=%s success=%s"` (also
+/// `_start_locking` and `_released`, `"mm=%p memcg_id=%llu write=%s"`; older kernels print
+/// `memcg_path=%s` instead of the id): in the context of the task that takes the lock, so it
+/// ties a task to its mm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmapLock {
+    /// The mm, as printed.
+    pub mm: String,
+    /// Write (exclusive) acquisition.
+    pub write: bool,
+    /// `success=` (true when absent: `_start_locking` and `_released` have none).
+    pub success: bool,
+}
+
+/// `syscalls:sys_enter_madvise`: the syscall tracer's `"start: 0x%08lx, len_in: 0x%08lx,
+/// behavior: 0x%08lx"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Madvise {
+    /// Start address.
+    pub start: u64,
+    /// Length in bytes as passed (the kernel rounds it up to pages).
+    pub len: u64,
+    /// Advice: 4 `MADV_DONTNEED`, 8 `MADV_FREE`, 14 `MADV_HUGEPAGE`, 25 `MADV_COLLAPSE`.
+    pub behavior: u32,
+}
+
+/// `MADV_FREE` advice value (include/uapi/asm-generic/mman-common.h).
+pub const MADV_FREE: u32 = 8;
+/// `MADV_HUGEPAGE` advice value (include/uapi/asm-generic/mman-common.h).
+pub const MADV_HUGEPAGE: u32 = 14;
 
 /// Split `key=value` pairs separated by spaces or `, ` (khugepaged events use commas).
 ///
@@ -111,20 +285,68 @@ pub fn key_values(payload: &str) -> Vec<(&str, &str)> {
     out
 }
 
-fn get<'a>(
-    kv: &[(&'a str, &'a str)],
-    key: &'static str,
-    payload: &str,
-) -> Result<&'a str, LineError> {
-    kv.iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| LineError::Expected {
-            what: key_what(key),
-            got: crate::error::cut(payload, 60),
-        })
+/// A payload's `key=value` pairs, looked up by the names of the tracepoint's `TP_printk`.
+struct Fields<'a> {
+    kv: Vec<(&'a str, &'a str)>,
+    /// The whole payload, quoted when a required field is missing.
+    payload: &'a str,
 }
 
+impl<'a> Fields<'a> {
+    fn new(payload: &'a str) -> Self {
+        Self::of(payload, payload)
+    }
+
+    /// The pairs of `part`, a piece of `payload` (errors quote the whole payload).
+    fn of(part: &'a str, payload: &'a str) -> Self {
+        Fields {
+            kv: key_values(part),
+            payload,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.kv.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    /// A field every kernel with this tracepoint prints.
+    fn str(&self, key: &'static str) -> Result<&'a str, LineError> {
+        self.get(key).ok_or_else(|| self.missing(key_what(key)))
+    }
+
+    fn string(&self, key: &'static str) -> Result<String, LineError> {
+        self.str(key).map(str::to_string)
+    }
+
+    /// The first of `keys` printed: kernels renamed the field (`page=` became `folio=`).
+    fn string_of(&self, keys: &[&str], what: &'static str) -> Result<String, LineError> {
+        keys.iter()
+            .find_map(|k| self.get(k))
+            .map(str::to_string)
+            .ok_or_else(|| self.missing(what))
+    }
+
+    fn int<T: std::str::FromStr>(&self, key: &'static str) -> Result<T, LineError> {
+        int(self.str(key)?, int_what(key))
+    }
+
+    /// An integer field only some kernels print.
+    fn opt_int<T: std::str::FromStr>(&self, key: &str) -> Result<Option<T>, LineError> {
+        self.get(key)
+            .map(|v| int(v, "an integer field"))
+            .transpose()
+    }
+
+    fn pfn(&self, key: &'static str) -> Result<u64, LineError> {
+        pfn(self.str(key)?)
+    }
+
+    fn missing(&self, what: &'static str) -> LineError {
+        LineError::expected(what, self.payload)
+    }
+}
+
+/// What a missing required field is called in the error.
 fn key_what(key: &'static str) -> &'static str {
     match key {
         "pfn" => "a pfn= field",
@@ -139,22 +361,55 @@ fn key_what(key: &'static str) -> &'static str {
         "status" => "a status= field",
         "referenced" => "a referenced= field",
         "none_or_zero" => "a none_or_zero= field",
+        "unmapped" => "an unmapped= field",
+        "isolated" => "an isolated= field",
+        "swapped_in" => "a swapped_in= field",
+        "ret" => "a ret= field",
+        "write" => "a write= field",
         _ => "a key=value field",
+    }
+}
+
+/// What a required integer field that is not an integer is called in the error.
+fn int_what(key: &'static str) -> &'static str {
+    match key {
+        "ret" => "an integer ret",
+        "lru" => "an integer lru",
+        "order" => "an integer order",
+        "migratetype" => "an integer migratetype",
+        "referenced" => "an integer referenced",
+        "none_or_zero" => "an integer none_or_zero",
+        "unmapped" => "an integer unmapped",
+        "isolated" => "an integer isolated",
+        "swapped_in" => "an integer swapped_in",
+        _ => "an integer field",
     }
 }
 
 /// pfn: `0x1a2b` (v5.14+) or decimal (older kernels).
 fn pfn(v: &str) -> Result<u64, LineError> {
+    hex_or_dec(v, "a hexadecimal pfn", "a pfn")
+}
+
+/// `0x1a2b` or decimal; `hex` / `dec` name what was expected in the error.
+fn hex_or_dec(v: &str, hex: &'static str, dec: &'static str) -> Result<u64, LineError> {
     match v.strip_prefix("0x") {
-        Some(h) => {
-            u64::from_str_radix(h, 16).map_err(|_| LineError::expected("a hexadecimal pfn", v))
-        }
-        None => v.parse().map_err(|_| LineError::expected("a pfn", v)),
+        Some(h) => u64::from_str_radix(h, 16).map_err(|_| LineError::expected(hex, v)),
+        None => v.parse().map_err(|_| LineError::expected(dec, v)),
     }
 }
 
 fn int<T: std::str::FromStr>(v: &str, what: &'static str) -> Result<T, LineError> {
     v.parse().map_err(|_| LineError::expected(what, v))
+}
+
+/// `%s` of a bool as the tracepoints print it (`true`/`false`; 0/1 from `%d`).
+fn boolean(v: &str) -> Result<bool, LineError> {
+    match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(LineError::expected("true or false", v)),
+    }
 }
 
 /// `<ptr> (flags=SPIN)` / `<ptr> (ret=0)`: the pointer and the value in parentheses.
@@ -173,7 +428,7 @@ fn ptr_paren<'a>(payload: &'a str, key: &str) -> Result<(&'a str, &'a str), Line
     Ok((lock, inner))
 }
 
-/// Parse a `contention_begin` payload.
+/// Parse a `lock:contention_begin` payload.
 pub fn contention_begin(payload: &str) -> Result<ContentionBegin, LineError> {
     let (lock, flags) = ptr_paren(payload, "flags")?;
     Ok(ContentionBegin {
@@ -182,7 +437,7 @@ pub fn contention_begin(payload: &str) -> Result<ContentionBegin, LineError> {
     })
 }
 
-/// Parse a `contention_end` payload.
+/// Parse a `lock:contention_end` payload.
 pub fn contention_end(payload: &str) -> Result<ContentionEnd, LineError> {
     let (lock, ret) = ptr_paren(payload, "ret")?;
     Ok(ContentionEnd {
@@ -191,199 +446,124 @@ pub fn contention_end(payload: &str) -> Result<ContentionEnd, LineError> {
     })
 }
 
-/// Parse an `mm_lru_insertion` payload.
+/// Parse a `pagemap:mm_lru_insertion` payload.
 pub fn lru_insertion(payload: &str) -> Result<LruInsertion, LineError> {
     // flags= is a fixed 6-char field of letters or spaces: take it positionally, not by token.
     let (head, flags) = match payload.find("flags=") {
         Some(i) => (&payload[..i], &payload[i + 6..]),
         None => return Err(LineError::expected("a flags= field", payload)),
     };
-    let kv = key_values(head);
-    let folio = kv
-        .iter()
-        .find(|(k, _)| *k == "folio" || *k == "page")
-        .map(|(_, v)| *v)
-        .ok_or_else(|| LineError::expected("a folio= field", payload))?;
-    let mut f: String = flags.chars().take(6).collect();
-    while f.chars().count() < 6 {
-        f.push(' ');
+    let f = Fields::of(head, payload);
+    let folio = f.string_of(&["folio", "page"], "a folio= field")?;
+    let mut flags: String = flags.chars().take(6).collect();
+    while flags.chars().count() < 6 {
+        flags.push(' ');
     }
     Ok(LruInsertion {
-        folio: folio.to_string(),
-        pfn: pfn(get(&kv, "pfn", payload)?)?,
-        lru: int(get(&kv, "lru", payload)?, "an integer lru")?,
-        flags: f,
+        folio,
+        pfn: f.pfn("pfn")?,
+        lru: f.int("lru")?,
+        flags,
     })
 }
 
-/// Parse an `mm_page_alloc` payload.
-pub fn page_alloc(payload: &str) -> Result<PageAlloc, LineError> {
-    let kv = key_values(payload);
-    Ok(PageAlloc {
-        page: get(&kv, "page", payload)?.to_string(),
-        pfn: pfn(get(&kv, "pfn", payload)?)?,
-        order: int(get(&kv, "order", payload)?, "an integer order")?,
-        migratetype: int(get(&kv, "migratetype", payload)?, "an integer migratetype")?,
-        gfp_flags: get(&kv, "gfp_flags", payload)?.to_string(),
-    })
-}
-
-/// Parse an `mm_page_free` / `mm_page_free_batched` payload.
-pub fn page_free(payload: &str) -> Result<PageFree, LineError> {
-    let kv = key_values(payload);
-    Ok(PageFree {
-        page: get(&kv, "page", payload)?.to_string(),
-        pfn: pfn(get(&kv, "pfn", payload)?)?,
-        order: int(get(&kv, "order", payload)?, "an integer order")?,
-    })
-}
-
-/// `pagemap:mm_lru_activate`: `"folio=%p pfn=0x%lx"` (v5.16+; `page=` and decimal pfn before).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LruActivate {
-    /// Folio (or page) pointer as printed.
-    pub folio: String,
-    /// Page frame number.
-    pub pfn: u64,
-}
-
-/// Parse an `mm_lru_activate` payload.
+/// Parse a `pagemap:mm_lru_activate` payload.
 pub fn lru_activate(payload: &str) -> Result<LruActivate, LineError> {
-    let kv = key_values(payload);
-    let folio = kv
-        .iter()
-        .find(|(k, _)| *k == "folio" || *k == "page")
-        .map(|(_, v)| *v)
-        .ok_or_else(|| LineError::expected("a folio= field", payload))?;
+    let f = Fields::new(payload);
     Ok(LruActivate {
-        folio: folio.to_string(),
-        pfn: pfn(get(&kv, "pfn", payload)?)?,
+        folio: f.string_of(&["folio", "page"], "a folio= field")?,
+        pfn: f.pfn("pfn")?,
     })
 }
 
-/// `huge_memory:mm_khugepaged_scan_pmd`: `"mm=%p, scan_pfn=0x%lx, writable=%d,
-/// referenced=%d, none_or_zero=%d, status=%s, unmapped=%d"` (`unmapped` since v4.5; 6.18
-/// prints no `writable=`, as the real capture in `fixtures/lazyfree` shows).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KhugepagedScanPmd {
-    /// `mm_struct` pointer as printed.
-    pub mm: String,
-    /// First pfn of the scanned PMD range (0 when no page was found).
-    pub scan_pfn: u64,
-    /// A writable pte was seen; absent on kernels that no longer print it.
-    pub writable: Option<i32>,
-    /// Referenced ptes.
-    pub referenced: i32,
-    /// `pte_none` or zero-page ptes.
-    pub none_or_zero: i32,
-    /// Scan result (`succeeded`, `no_writable_page`, ...).
-    pub status: String,
-    /// Swapped-out ptes; absent before v4.5.
-    pub unmapped: Option<i32>,
+/// Parse a `kmem:mm_page_alloc` payload.
+pub fn page_alloc(payload: &str) -> Result<PageAlloc, LineError> {
+    let f = Fields::new(payload);
+    Ok(PageAlloc {
+        page: f.string("page")?,
+        pfn: f.pfn("pfn")?,
+        order: f.int("order")?,
+        migratetype: f.int("migratetype")?,
+        gfp_flags: f.string("gfp_flags")?,
+    })
 }
 
-/// Parse an `mm_khugepaged_scan_pmd` payload.
+/// Parse a `kmem:mm_page_free` / `mm_page_free_batched` payload.
+pub fn page_free(payload: &str) -> Result<PageFree, LineError> {
+    let f = Fields::new(payload);
+    Ok(PageFree {
+        page: f.string("page")?,
+        pfn: f.pfn("pfn")?,
+        order: f.int("order")?,
+    })
+}
+
+/// Parse a `huge_memory:mm_khugepaged_scan_pmd` payload.
 pub fn khugepaged_scan_pmd(payload: &str) -> Result<KhugepagedScanPmd, LineError> {
-    let kv = key_values(payload);
+    let f = Fields::new(payload);
     Ok(KhugepagedScanPmd {
-        mm: get(&kv, "mm", payload)?.to_string(),
-        scan_pfn: pfn(get(&kv, "scan_pfn", payload)?)?,
-        writable: opt_int(&kv, "writable")?,
-        referenced: int(get(&kv, "referenced", payload)?, "an integer referenced")?,
-        none_or_zero: int(
-            get(&kv, "none_or_zero", payload)?,
-            "an integer none_or_zero",
-        )?,
-        status: get(&kv, "status", payload)?.to_string(),
-        unmapped: opt_int(&kv, "unmapped")?,
+        mm: f.string("mm")?,
+        scan_pfn: f.pfn("scan_pfn")?,
+        writable: f.opt_int("writable")?,
+        referenced: f.int("referenced")?,
+        none_or_zero: f.int("none_or_zero")?,
+        status: f.string("status")?,
+        unmapped: f.int("unmapped")?,
     })
 }
 
-/// The `huge_memory:mm_collapse_huge_page*` family in one shape; each event fills its fields:
-/// `mm_collapse_huge_page` `"mm=%p, isolated=%d, status=%s"`,
-/// `_isolate` `"scan_pfn=0x%lx, none_or_zero=%d, referenced=%d, writable=%d, status=%s"`,
-/// `_swapin` `"mm=%p, swapped_in=%d, referenced=%d, ret=%d"`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CollapseHugePage {
-    /// `mm_struct` pointer as printed.
-    pub mm: Option<String>,
-    /// `_isolate`: first pfn.
-    pub scan_pfn: Option<u64>,
-    /// Pages isolated (`mm_collapse_huge_page`).
-    pub isolated: Option<i32>,
-    /// Pages swapped in (`_swapin`).
-    pub swapped_in: Option<i32>,
-    /// `pte_none` or zero-page ptes (`_isolate`).
-    pub none_or_zero: Option<i32>,
-    /// Referenced ptes.
-    pub referenced: Option<i32>,
-    /// A writable pte was seen (`_isolate`).
-    pub writable: Option<i32>,
-    /// Return value (`_swapin`).
-    pub ret: Option<i32>,
-    /// Result name.
-    pub status: Option<String>,
-}
-
-/// Parse any `mm_collapse_huge_page*` payload (fields absent from the text are `None`).
+/// Parse a `huge_memory:mm_collapse_huge_page` payload.
 pub fn collapse_huge_page(payload: &str) -> Result<CollapseHugePage, LineError> {
-    let kv = key_values(payload);
-    let s = |k: &str| {
-        kv.iter()
-            .find(|(key, _)| *key == k)
-            .map(|(_, v)| v.to_string())
-    };
-    let scan_pfn = match kv.iter().find(|(k, _)| *k == "scan_pfn") {
-        Some((_, v)) => Some(pfn(v)?),
-        None => None,
-    };
+    let f = Fields::new(payload);
     Ok(CollapseHugePage {
-        mm: s("mm"),
-        scan_pfn,
-        isolated: opt_int(&kv, "isolated")?,
-        swapped_in: opt_int(&kv, "swapped_in")?,
-        none_or_zero: opt_int(&kv, "none_or_zero")?,
-        referenced: opt_int(&kv, "referenced")?,
-        writable: opt_int(&kv, "writable")?,
-        ret: opt_int(&kv, "ret")?,
-        status: s("status"),
+        mm: f.string("mm")?,
+        isolated: f.int("isolated")?,
+        status: f.string("status")?,
     })
 }
 
-/// `vmscan:mm_vmscan_*` events (kswapd wake/sleep, direct/memcg/node reclaim begin/end,
-/// `lru_isolate`, `lru_shrink_inactive`/`_active`, `write_folio`, `throttled`, ...): the fields
-/// most of them share, typed; every other `key=value` pair kept in `other`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Vmscan {
-    /// NUMA node.
-    pub nid: Option<i32>,
-    /// Allocation order.
-    pub order: Option<i32>,
-    /// GFP flags as printed.
-    pub gfp_flags: Option<String>,
-    /// `lru_isolate`: highest zone index.
-    pub classzone: Option<i32>,
-    /// Pages asked for (`lru_isolate`).
-    pub nr_requested: Option<u64>,
-    /// Pages scanned.
-    pub nr_scanned: Option<u64>,
-    /// Pages skipped (`lru_isolate`).
-    pub nr_skipped: Option<u64>,
-    /// Pages taken off the LRU.
-    pub nr_taken: Option<u64>,
-    /// Pages reclaimed.
-    pub nr_reclaimed: Option<u64>,
-    /// Reclaim priority.
-    pub priority: Option<i32>,
-    /// LRU list: a name (`inactive_file`) on current kernels, a number on old ones.
-    pub lru: Option<String>,
-    /// Reclaim flags as printed (`RECLAIM_WB_ANON|RECLAIM_WB_ASYNC`).
-    pub flags: Option<String>,
-    /// Every other pair, in printed order.
-    pub other: Vec<(String, String)>,
+/// Parse a `huge_memory:mm_collapse_huge_page_isolate` payload.
+pub fn collapse_huge_page_isolate(payload: &str) -> Result<CollapseHugePageIsolate, LineError> {
+    let f = Fields::new(payload);
+    Ok(CollapseHugePageIsolate {
+        scan_pfn: f.pfn("scan_pfn")?,
+        none_or_zero: f.int("none_or_zero")?,
+        referenced: f.int("referenced")?,
+        writable: f.opt_int("writable")?,
+        status: f.string("status")?,
+    })
 }
 
-/// Parse a `mm_vmscan_*` payload. Integer fields that are not integers are errors.
+/// Parse a `huge_memory:mm_collapse_huge_page_swapin` payload.
+pub fn collapse_huge_page_swapin(payload: &str) -> Result<CollapseHugePageSwapin, LineError> {
+    let f = Fields::new(payload);
+    Ok(CollapseHugePageSwapin {
+        mm: f.string("mm")?,
+        swapped_in: f.int("swapped_in")?,
+        referenced: f.int("referenced")?,
+        ret: f.int("ret")?,
+    })
+}
+
+/// Parse the payload of the `huge_memory:mm_collapse_huge_page*` event named `event` (name
+/// without the system); a name outside the family is an error.
+pub fn collapse_event(event: &str, payload: &str) -> Result<CollapseEvent, LineError> {
+    match event {
+        "mm_collapse_huge_page" => collapse_huge_page(payload).map(CollapseEvent::Collapse),
+        "mm_collapse_huge_page_isolate" => {
+            collapse_huge_page_isolate(payload).map(CollapseEvent::Isolate)
+        }
+        "mm_collapse_huge_page_swapin" => {
+            collapse_huge_page_swapin(payload).map(CollapseEvent::Swapin)
+        }
+        _ => Err(LineError::expected(
+            "mm_collapse_huge_page, mm_collapse_huge_page_isolate or mm_collapse_huge_page_swapin",
+            event,
+        )),
+    }
+}
+
+/// Parse a `vmscan:mm_vmscan_*` payload. Integer fields that are not integers are errors.
 pub fn vmscan(payload: &str) -> Result<Vmscan, LineError> {
     let mut v = Vmscan::default();
     for (k, val) in key_values(payload) {
@@ -406,17 +586,69 @@ pub fn vmscan(payload: &str) -> Result<Vmscan, LineError> {
     Ok(v)
 }
 
-fn opt_int<T: std::str::FromStr>(
-    kv: &[(&str, &str)],
-    key: &'static str,
-) -> Result<Option<T>, LineError> {
-    match kv.iter().find(|(k, _)| *k == key) {
-        Some((_, v)) => Ok(Some(int(v, "an integer field")?)),
-        None => Ok(None),
+/// Parse an `mmap_lock:*` payload.
+pub fn mmap_lock(payload: &str) -> Result<MmapLock, LineError> {
+    let f = Fields::new(payload);
+    Ok(MmapLock {
+        mm: f.string("mm")?,
+        write: boolean(f.str("write")?)?,
+        success: f.get("success").map_or(Ok(true), boolean)?,
+    })
+}
+
+/// Parse a `syscalls:sys_enter_madvise` payload (`name: value` pairs, comma-separated: the
+/// syscall tracer's format, not `key=value`).
+pub fn madvise(payload: &str) -> Result<Madvise, LineError> {
+    let mut start = None;
+    let mut len = None;
+    let mut behavior = None;
+    for part in payload.split(',') {
+        let (k, v) = part
+            .trim()
+            .split_once(": ")
+            .ok_or_else(|| LineError::expected("\"name: value\"", part))?;
+        let v = v.trim();
+        let num = |what| hex_or_dec(v, what, what);
+        match k {
+            "start" => start = Some(num("a start address")?),
+            "len_in" => len = Some(num("a length")?),
+            "behavior" => behavior = Some(num("an advice number")? as u32),
+            _ => {}
+        }
+    }
+    match (start, len, behavior) {
+        (Some(start), Some(len), Some(behavior)) => Ok(Madvise {
+            start,
+            len,
+            behavior,
+        }),
+        _ => Err(LineError::expected(
+            "start:, len_in: and behavior: fields",
+            payload,
+        )),
     }
 }
 
+/// One `name value` line of `/proc/vmstat`.
+pub fn vmstat_line(line: &str) -> Result<(&str, u64), LineError> {
+    let mut it = line.split_ascii_whitespace();
+    match (it.next(), it.next(), it.next()) {
+        (Some(k), Some(v), None) => Ok((k, int(v, "a counter value")?)),
+        _ => Err(LineError::expected("\"name value\"", line)),
+    }
+}
+
+/// The `key=value` pairs of one line of a capture's meta or workload output
+/// (`task=hot1 pid=8169 start=0x7f… len=134217728`); a value runs to the next ` key=`.
+pub fn kv_line(line: &str) -> Vec<(&str, &str)> {
+    key_values(line)
+        .into_iter()
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -463,6 +695,12 @@ mod tests {
         let f = page_free("page=00000000a529997b pfn=0x139e11 order=0").unwrap();
         assert_eq!((f.pfn, f.order), (0x139e11, 0));
         assert!(page_alloc("page=0x1 pfn=zz order=0 migratetype=0 gfp_flags=none").is_err());
+        // a missing field is named in the error, with the payload quoted
+        let e = page_free("page=00000000a529997b order=0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "expected a pfn= field, got \"page=00000000a529997b order=0\""
+        );
     }
 
     #[test]
@@ -480,7 +718,7 @@ mod tests {
     }
 
     #[test]
-    fn payload_khugepaged_scan_pmd_lkml_line() {
+    fn payload_khugepaged_scan_pmd_lkml_and_6_18_lines() {
         // shared/corpus/ftrace/lkml-mm_khugepaged_scan_pmd-line.txt
         let k = khugepaged_scan_pmd("mm=00000000283d31fc, scan_pfn=0x2ae4bd, writable=0, referenced=512, none_or_zero=0, status=no_writable_page, unmapped=0").unwrap();
         assert_eq!(k.mm, "00000000283d31fc");
@@ -490,26 +728,64 @@ mod tests {
             (Some(0), 512, 0)
         );
         assert_eq!(k.status, "no_writable_page");
-        assert_eq!(k.unmapped, Some(0));
+        assert_eq!(k.unmapped, 0);
+        // fixtures/lazyfree/khugepaged-r1/events.txt.gz (kernel 6.18, perf 6.1): no writable=
+        let s = khugepaged_scan_pmd("mm=0xffff8884b5ddabc0, scan_pfn=0x3a689a, referenced=512, none_or_zero=0, status=succeeded, unmapped=0").unwrap();
+        assert_eq!(
+            (s.mm.as_str(), s.scan_pfn, s.writable, s.status.as_str()),
+            ("0xffff8884b5ddabc0", 0x3a689a, None, "succeeded")
+        );
         assert!(khugepaged_scan_pmd(
-            "mm=0x1, scan_pfn=0x2, writable=x, referenced=0, none_or_zero=0, status=a"
+            "mm=0x1, scan_pfn=0x2, writable=x, referenced=0, none_or_zero=0, status=a, unmapped=0"
         )
         .is_err());
+        // every kernel prints unmapped=: a line without it is damaged
+        let e = khugepaged_scan_pmd(
+            "mm=0x1, scan_pfn=0x2, referenced=0, none_or_zero=0, status=succeeded",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("an unmapped= field"), "{e}");
+        assert!(khugepaged_scan_pmd("mm=0x1, status=succeeded").is_err());
     }
 
     #[test]
-    fn payload_collapse_family_and_vmscan() {
-        let c = collapse_huge_page("mm=00000000a1, isolated=1, status=succeeded").unwrap();
-        assert_eq!(
-            (c.isolated, c.status.as_deref()),
-            (Some(1), Some("succeeded"))
-        );
-        assert_eq!(c.scan_pfn, None);
-        let c = collapse_huge_page(
-            "scan_pfn=0x1f2, none_or_zero=3, referenced=0, writable=1, status=succeeded",
+    fn payload_collapse_family_by_name() {
+        // fixtures/lazyfree/khugepaged-r1/events.txt.gz (kernel 6.18, perf 6.1)
+        let c = collapse_huge_page("mm=0xffff8884b5ddabc0, isolated=1, status=succeeded").unwrap();
+        assert_eq!((c.isolated, c.status.as_str()), (1, "succeeded"));
+        let i = collapse_huge_page_isolate(
+            "scan_pfn=0x3a689a, none_or_zero=0, referenced=512, status=succeeded",
         )
         .unwrap();
-        assert_eq!((c.scan_pfn, c.writable, c.mm), (Some(0x1f2), Some(1), None));
+        assert_eq!(
+            (i.scan_pfn, i.none_or_zero, i.writable),
+            (0x3a689a, 0, None)
+        );
+        // before 6.18: writable=
+        let x = collapse_event(
+            "mm_collapse_huge_page_isolate",
+            "scan_pfn=0x1f2, none_or_zero=3, referenced=0, writable=1, status=succeeded",
+        );
+        match x {
+            Ok(CollapseEvent::Isolate(i)) => assert_eq!((i.scan_pfn, i.writable), (0x1f2, Some(1))),
+            other => panic!("{other:?}"),
+        }
+        let x = collapse_event(
+            "mm_collapse_huge_page_swapin",
+            "mm=00000000a1, swapped_in=7, referenced=2, ret=1",
+        );
+        match x {
+            Ok(CollapseEvent::Swapin(s)) => assert_eq!((s.swapped_in, s.ret), (7, 1)),
+            other => panic!("{other:?}"),
+        }
+        // recent mm patches add order=: ignored
+        assert!(collapse_huge_page("mm=0x1, isolated=1, status=succeeded, order=9").is_ok());
+        assert!(collapse_huge_page("mm=0x1, status=succeeded").is_err());
+        assert!(collapse_event("mm_collapse_huge_page_foo", "mm=0x1").is_err());
+    }
+
+    #[test]
+    fn payload_vmscan_and_lru_activate() {
         let v = vmscan("classzone=2 order=0 nr_requested=32 nr_scanned=32 nr_skipped=0 nr_taken=32 lru=inactive_file").unwrap();
         assert_eq!(
             (v.classzone, v.nr_taken, v.lru.as_deref()),
@@ -529,5 +805,29 @@ mod tests {
         assert!(vmscan("nid=x").is_err());
         let a = lru_activate("folio=00000000deadbeef pfn=0x1234").unwrap();
         assert_eq!((a.folio.as_str(), a.pfn), ("00000000deadbeef", 0x1234));
+    }
+
+    // lines copied from fixtures/lazyfree/khugepaged-r1/events.txt.gz (kernel 6.18, perf 6.1)
+    #[test]
+    fn payload_mmap_lock_madvise_and_snapshots() {
+        let m = mmap_lock("mm=0xffff8884b5ddabc0 memcg_id=7856 write=true success=true").unwrap();
+        assert!(m.write && m.success);
+        let m = mmap_lock("mm=0xffff8884b5ddabc0 memcg_id=7856 write=false").unwrap();
+        assert!(!m.write && m.success);
+        let a = madvise("start: 0x7f56a5a00000, len_in: 0x08000000, behavior: 0x00000008").unwrap();
+        assert_eq!(
+            (a.start, a.len, a.behavior),
+            (0x7f56a5a00000, 128 << 20, MADV_FREE)
+        );
+        assert!(madvise("start: 0x7f56a5a00000, len_in: 0x08000000").is_err());
+        assert_eq!(
+            vmstat_line("thp_split_pmd 512").unwrap(),
+            ("thp_split_pmd", 512)
+        );
+        assert!(vmstat_line("thp_split_pmd x").is_err());
+        assert_eq!(
+            kv_line("task=hot1 pid=8169"),
+            vec![("task", "hot1"), ("pid", "8169")]
+        );
     }
 }

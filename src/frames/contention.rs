@@ -2,8 +2,12 @@
 //! traced wait, paired per (task, lock) as `perf lock contention` does (builtin-lock.c): a
 //! nested begin keeps the first, an end without a begin is an orphan, a begin never ended is
 //! unpaired. Every one of those is counted, none dropped silently.
+//!
+//! The pairing rule itself is [`OpenWaits`], shared with the what-if reconstruction
+//! (`whatif::reconstruct`), which pairs the same events per CPU.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use polars::prelude::*;
 
@@ -72,8 +76,8 @@ pub fn lock_type(flags: &str) -> &'static str {
     }
 }
 
+/// What the table keeps of an open `contention_begin` until its end.
 struct Pending {
-    begin_ns: i64,
     cpu: Option<u32>,
     line: u64,
     flags: String,
@@ -100,11 +104,84 @@ pub struct PairingCounts {
     pub backwards: u64,
 }
 
-/// Streaming builder of the `contention` table.
+/// The begin/end pairing of traced waits, one rule for every reader of `contention_begin` /
+/// `contention_end`: the [`Pairer`] of the `contention` table and the what-if reconstruction
+/// (`whatif::reconstruct`). A begin opens a wait under `key`; a second begin under the same
+/// key while it is open is nested and the first is kept (perf's builtin-lock.c: mutex
+/// optimistic spinning traces a begin, then another when the waiter goes to sleep, and the
+/// wait runs from the first); an end with nothing open is an orphan; an end stamped before its
+/// begin is not a wait (`backwards`); begins still open at [`OpenWaits::close_all`] are
+/// unpaired. `B` is what the caller keeps from the begin.
+///
+/// The key is the caller's, and the two callers differ on purpose. The table keys on
+/// (task, lock), as perf does: a sleeping lock's waiter (mutex, rwsem) can move to another CPU
+/// between its begin and its end, so only the task tells whose wait it is. The replay keys on
+/// the CPU, after keeping only `lru_lock`'s events: a spinlock waiter spins with preemption
+/// off, so its begin and end are on one CPU; the wait is attached to that CPU's next hold; and
+/// waits taken in interrupt context on two CPUs both running their idle task (task 0 on every
+/// CPU) stay apart instead of looking nested.
+#[derive(Debug)]
+pub struct OpenWaits<K, B> {
+    open: HashMap<K, (i64, B)>,
+    counts: PairingCounts,
+}
+
+impl<K, B> Default for OpenWaits<K, B> {
+    fn default() -> Self {
+        OpenWaits {
+            open: HashMap::new(),
+            counts: PairingCounts::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq, B> OpenWaits<K, B> {
+    /// A `contention_begin` at `ts_ns`.
+    pub fn begin(&mut self, key: K, ts_ns: i64, kept: B) {
+        if self.open.contains_key(&key) {
+            self.counts.nested_begins += 1;
+            return;
+        }
+        self.open.insert(key, (ts_ns, kept));
+    }
+
+    /// A `contention_end` at `ts_ns`: the wait it ends, as (begin time, what the begin kept),
+    /// or `None` (counted as an orphan end or as going backwards).
+    pub fn end(&mut self, key: &K, ts_ns: i64) -> Option<(i64, B)> {
+        let Some((begin_ns, kept)) = self.open.remove(key) else {
+            self.counts.orphan_ends += 1;
+            return None;
+        };
+        if ts_ns < begin_ns {
+            self.counts.backwards += 1;
+            return None;
+        }
+        self.counts.intervals += 1;
+        Some((begin_ns, kept))
+    }
+
+    /// A contention event without a timestamp or with an unreadable payload.
+    pub fn unusable(&mut self) {
+        self.counts.unusable += 1;
+    }
+
+    /// The capture (or one input of it) ended: open waits become unpaired.
+    pub fn close_all(&mut self) {
+        self.counts.unpaired_begins += self.open.len() as u64;
+        self.open.clear();
+    }
+
+    /// Counts so far.
+    pub fn counts(&self) -> PairingCounts {
+        self.counts
+    }
+}
+
+/// Streaming builder of the `contention` table: waits paired by [`OpenWaits`] per
+/// (task, lock), as perf does (why not per CPU: see [`OpenWaits`]).
 #[derive(Default)]
 pub struct Pairer {
-    open: HashMap<(i32, String), Pending>,
-    counts: PairingCounts,
+    waits: OpenWaits<(i32, String), Pending>,
     source: Vec<String>,
     begin_line: Vec<u64>,
     cpu: Vec<Option<u32>>,
@@ -127,13 +204,8 @@ pub struct Pairer {
 impl Pairer {
     /// Start a new input; pending waits of the previous input become unpaired.
     pub fn set_source(&mut self, source: &str) {
-        self.flush_open();
+        self.waits.close_all();
         self.current_source = source.to_string();
-    }
-
-    fn flush_open(&mut self) {
-        self.counts.unpaired_begins += self.open.len() as u64;
-        self.open.clear();
     }
 
     /// Feed one event; events other than `contention_begin`/`_end` are ignored.
@@ -141,18 +213,13 @@ impl Pairer {
         match e.name.as_str() {
             "contention_begin" => {
                 let (Some(ts), Ok(b)) = (e.ts_ns, payload::contention_begin(&e.payload)) else {
-                    self.counts.unusable += 1;
+                    self.waits.unusable();
                     return;
                 };
-                let key = (e.tid, b.lock);
-                if self.open.contains_key(&key) {
-                    self.counts.nested_begins += 1;
-                    return;
-                }
-                self.open.insert(
-                    key,
+                self.waits.begin(
+                    (e.tid, b.lock),
+                    ts,
                     Pending {
-                        begin_ns: ts,
                         cpu: e.cpu,
                         line: e.line,
                         flags: b.flags,
@@ -163,18 +230,12 @@ impl Pairer {
             }
             "contention_end" => {
                 let (Some(ts), Ok(end)) = (e.ts_ns, payload::contention_end(&e.payload)) else {
-                    self.counts.unusable += 1;
+                    self.waits.unusable();
                     return;
                 };
-                let Some(p) = self.open.remove(&(e.tid, end.lock.clone())) else {
-                    self.counts.orphan_ends += 1;
+                let Some((begin_ns, p)) = self.waits.end(&(e.tid, end.lock.clone()), ts) else {
                     return;
                 };
-                if ts < p.begin_ns {
-                    self.counts.backwards += 1;
-                    return;
-                }
-                self.counts.intervals += 1;
                 self.source.push(self.current_source.clone());
                 self.begin_line.push(p.line);
                 self.cpu.push(p.cpu);
@@ -183,9 +244,9 @@ impl Pairer {
                 self.ty.push(lock_type(&p.flags));
                 self.lock.push(end.lock);
                 self.flags.push(p.flags);
-                self.begin_ns.push(p.begin_ns);
+                self.begin_ns.push(begin_ns);
                 self.end_ns.push(ts);
-                self.wait_ns.push(ts - p.begin_ns);
+                self.wait_ns.push(ts - begin_ns);
                 self.ret.push(end.ret);
                 self.caller.push(caller_of(&p.stack).map(str::to_string));
                 self.stack
@@ -198,12 +259,12 @@ impl Pairer {
 
     /// Counts so far.
     pub fn counts(&self) -> PairingCounts {
-        self.counts
+        self.waits.counts()
     }
 
     /// Finish: the `contention` frame and the final counts.
     pub fn finish(mut self) -> Result<(DataFrame, PairingCounts)> {
-        self.flush_open();
+        self.waits.close_all();
         let height = self.tid.len();
         let stack = match self.stack.take() {
             None => Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String))),
@@ -227,6 +288,35 @@ impl Pairer {
         ];
         let df =
             DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))?;
-        Ok((df, self.counts))
+        Ok((df, self.waits.counts()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_waits_keep_the_first_begin_and_count_what_they_drop() {
+        let mut w: OpenWaits<u32, &str> = OpenWaits::default();
+        w.begin(0, 100, "first");
+        w.begin(0, 150, "nested");
+        w.begin(1, 120, "other cpu");
+        assert_eq!(w.end(&0, 200), Some((100, "first")));
+        assert_eq!(w.end(&0, 210), None); // orphan
+        w.begin(2, 300, "backwards");
+        assert_eq!(w.end(&2, 290), None);
+        w.close_all(); // key 1 never ended
+        let c = w.counts();
+        assert_eq!(
+            (
+                c.intervals,
+                c.nested_begins,
+                c.orphan_ends,
+                c.backwards,
+                c.unpaired_begins
+            ),
+            (1, 1, 1, 1, 1)
+        );
     }
 }

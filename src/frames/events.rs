@@ -2,134 +2,101 @@
 //! of the tracepoints the models use, `fields` (the `key=value` pairs of every other event) and
 //! `samples` (perf script records with their call chains). Schemas: [`super::schema`].
 //!
+//! Each typed table is declared once, in the `event_tables!` invocation below: its name, the
+//! tracepoint(s) it holds, the payload parser ([`lockcast_parsers::payload`]) and its columns
+//! in order, each with its name, builder and value. The [`EventTable`] enum, the routing of an
+//! event to its table, the column builders, the row push and the finish all come from there.
+//!
 //! [`EventTables`] is a streaming builder: feed events, take frames whenever enough rows are
 //! buffered ([`EventTables::rows`]), so a caller writing row groups holds one group at a time.
 
 use polars::prelude::*;
 
 use lockcast_parsers::event::{Event, Source};
-use lockcast_parsers::{payload, Diagnostic, LineError, Location};
+use lockcast_parsers::payload::{self, CollapseEvent as C};
+use lockcast_parsers::{Diagnostic, LineError, Location};
 
 use super::schema::{event_common as ec, events as ev, fields as fl, samples as sa, typed as ty};
 use crate::error::{Error, Result};
 
-/// The tables built from event traces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EventTable {
-    /// Every event, payload raw.
-    Events,
-    /// `key=value` pairs of events without a typed table.
-    Fields,
-    /// perf script records with call chains.
-    Samples,
-    /// `lock:contention_begin`.
-    ContentionBegin,
-    /// `lock:contention_end`.
-    ContentionEnd,
-    /// `pagemap:mm_lru_insertion`.
-    LruInsertion,
-    /// `pagemap:mm_lru_activate`.
-    LruActivate,
-    /// `kmem:mm_page_alloc`.
-    PageAlloc,
-    /// `kmem:mm_page_free`.
-    PageFree,
-    /// `kmem:mm_page_free_batched`.
-    PageFreeBatched,
-    /// `huge_memory:mm_khugepaged_scan_pmd`.
-    KhugepagedScanPmd,
-    /// `huge_memory:mm_collapse_huge_page*`.
-    CollapseHugePage,
-    /// `vmscan:mm_vmscan_*`.
-    Vmscan,
+/// One column of a per-event table, filled one row at a time.
+trait ColumnBuilder {
+    fn new(name: &'static str) -> Self;
+    fn finish(self) -> Column;
 }
 
-impl EventTable {
-    /// Every event table, in the order they are written.
-    pub const ALL: [EventTable; 13] = [
-        EventTable::Events,
-        EventTable::Fields,
-        EventTable::Samples,
-        EventTable::ContentionBegin,
-        EventTable::ContentionEnd,
-        EventTable::LruInsertion,
-        EventTable::LruActivate,
-        EventTable::PageAlloc,
-        EventTable::PageFree,
-        EventTable::PageFreeBatched,
-        EventTable::KhugepagedScanPmd,
-        EventTable::CollapseHugePage,
-        EventTable::Vmscan,
-    ];
-
-    /// Table name (`--table NAME`, file stem in an output directory).
-    pub fn name(self) -> &'static str {
-        match self {
-            EventTable::Events => ev::TABLE,
-            EventTable::Fields => fl::TABLE,
-            EventTable::Samples => sa::TABLE,
-            EventTable::ContentionBegin => "contention_begin",
-            EventTable::ContentionEnd => "contention_end",
-            EventTable::LruInsertion => "lru_insertion",
-            EventTable::LruActivate => "lru_activate",
-            EventTable::PageAlloc => "page_alloc",
-            EventTable::PageFree => "page_free",
-            EventTable::PageFreeBatched => "page_free_batched",
-            EventTable::KhugepagedScanPmd => "khugepaged_scan_pmd",
-            EventTable::CollapseHugePage => "collapse_huge_page",
-            EventTable::Vmscan => "vmscan",
-        }
-    }
-
-    /// The table named `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The typed table an event belongs to, from its name (and its system when printed: a
-    /// function-tracer line named like a tracepoint is not that tracepoint).
-    pub fn typed_for(e: &Event) -> Option<Self> {
-        let (sys, t) = match e.name.as_str() {
-            "contention_begin" => ("lock", EventTable::ContentionBegin),
-            "contention_end" => ("lock", EventTable::ContentionEnd),
-            "mm_lru_insertion" => ("pagemap", EventTable::LruInsertion),
-            "mm_lru_activate" => ("pagemap", EventTable::LruActivate),
-            "mm_page_alloc" => ("kmem", EventTable::PageAlloc),
-            "mm_page_free" => ("kmem", EventTable::PageFree),
-            "mm_page_free_batched" => ("kmem", EventTable::PageFreeBatched),
-            "mm_khugepaged_scan_pmd" => ("huge_memory", EventTable::KhugepagedScanPmd),
-            n if n.starts_with("mm_collapse_huge_page") => {
-                ("huge_memory", EventTable::CollapseHugePage)
-            }
-            n if n.starts_with("mm_vmscan_") => ("vmscan", EventTable::Vmscan),
-            _ => return None,
-        };
-        match e.system.as_deref() {
-            Some(s) if s != sys => None,
-            _ => Some(t),
-        }
-    }
+/// A row's value of type `V` appended to a column builder.
+trait Append<V> {
+    fn append(&mut self, v: V);
 }
 
 /// A string column builder (no per-row allocation: values are copied into arrow buffers).
 struct Str(StringChunkedBuilder);
 
-impl Str {
-    fn new(name: &str) -> Self {
+impl ColumnBuilder for Str {
+    fn new(name: &'static str) -> Self {
         Str(StringChunkedBuilder::new(name.into(), 1024))
     }
-    fn push(&mut self, v: &str) {
-        self.0.append_value(v);
+    fn finish(self) -> Column {
+        self.0.finish().into_series().into()
     }
-    fn opt(&mut self, v: Option<&str>) {
+}
+
+impl<S: AsRef<str> + ?Sized> Append<&S> for Str {
+    fn append(&mut self, v: &S) {
+        self.0.append_value(v.as_ref());
+    }
+}
+
+impl Append<Option<&str>> for Str {
+    fn append(&mut self, v: Option<&str>) {
         self.0.append_option(v);
     }
-    fn col(self) -> Column {
+}
+
+/// A column of numbers (`T` = `u64`, `Option<i32>`, ...: the `Option` is the column's nulls).
+struct Num<T> {
+    name: &'static str,
+    values: Vec<T>,
+}
+
+impl<T> ColumnBuilder for Num<T>
+where
+    Series: NamedFrom<Vec<T>, [T]>,
+{
+    fn new(name: &'static str) -> Self {
+        Num {
+            name,
+            values: Vec::new(),
+        }
+    }
+    fn finish(self) -> Column {
+        col(self.name, self.values)
+    }
+}
+
+impl<T> Append<T> for Num<T> {
+    fn append(&mut self, v: T) {
+        self.values.push(v);
+    }
+}
+
+/// A list of `key=value` strings per row (`vmscan`'s `other`).
+struct KeyValues(ListStringChunkedBuilder);
+
+impl ColumnBuilder for KeyValues {
+    fn new(name: &'static str) -> Self {
+        KeyValues(ListStringChunkedBuilder::new(name.into(), 1024, 1024))
+    }
+    fn finish(mut self) -> Column {
         self.0.finish().into_series().into()
+    }
+}
+
+impl Append<&[(String, String)]> for KeyValues {
+    fn append(&mut self, kv: &[(String, String)]) {
+        let kv: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.0.append_values_iter(kv.iter().map(String::as_str));
     }
 }
 
@@ -138,6 +105,255 @@ where
     Series: NamedFrom<Vec<T>, [T]>,
 {
     Series::new(name.into(), v).into()
+}
+
+/// Declares [`EventTable`] and the typed tables. Per typed table, once:
+///
+/// ```text
+/// Variant = "table name" from "system": event-name pattern [if guard],
+///     |e| parse the payload of event `e` => |x| {
+///         field(column name): Builder = value from `x` (and `e`),
+///     }
+/// ```
+///
+/// The columns come after the [`Common`] ones, in the order written.
+macro_rules! event_tables {
+    ($(
+        $(#[$doc:meta])*
+        $table:ident = $name:literal from $sys:literal: $events:pat $(if $guard:expr)?,
+            |$e:ident| $parse:expr => |$x:ident| {
+                $($col:ident($col_name:expr): $builder:ty = $value:expr,)+
+            }
+    )+) => {
+        /// The tables built from event traces.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventTable {
+            /// Every event, payload raw.
+            Events,
+            /// `key=value` pairs of events without a typed table.
+            Fields,
+            /// perf script records with call chains.
+            Samples,
+            $($(#[$doc])* $table,)+
+        }
+
+        impl EventTable {
+            /// Every event table, in the order they are written.
+            pub const ALL: [EventTable; 3 + [$($name),+].len()] = [
+                EventTable::Events,
+                EventTable::Fields,
+                EventTable::Samples,
+                $(EventTable::$table,)+
+            ];
+
+            /// Table name (`--table NAME`, file stem in an output directory).
+            pub fn name(self) -> &'static str {
+                match self {
+                    EventTable::Events => ev::TABLE,
+                    EventTable::Fields => fl::TABLE,
+                    EventTable::Samples => sa::TABLE,
+                    $(EventTable::$table => $name,)+
+                }
+            }
+
+            /// A typed table's payload columns in order, after the
+            /// [`super::schema::event_common`] ones; empty for `events`, `fields`, `samples`.
+            pub fn payload_columns(self) -> &'static [&'static str] {
+                match self {
+                    $(EventTable::$table => &[$($col_name),+],)+
+                    EventTable::Events | EventTable::Fields | EventTable::Samples => &[],
+                }
+            }
+
+            /// The typed table an event belongs to, from its name (and its system when
+            /// printed: a function-tracer line named like a tracepoint is not that tracepoint).
+            pub fn typed_for(e: &Event) -> Option<Self> {
+                let (sys, t) = match e.name.as_str() {
+                    $($events $(if $guard)? => ($sys, EventTable::$table),)+
+                    _ => return None,
+                };
+                match e.system.as_deref() {
+                    Some(s) if s != sys => None,
+                    _ => Some(t),
+                }
+            }
+        }
+
+        /// The payload columns of one typed table.
+        // One value per wanted table per piece: the size difference between variants costs
+        // nothing.
+        #[allow(clippy::large_enum_variant)]
+        enum TypedCols {
+            $($table { $($col: $builder,)+ },)+
+        }
+
+        impl TypedCols {
+            fn new(t: EventTable) -> Option<Self> {
+                Some(match t {
+                    $(EventTable::$table => TypedCols::$table {
+                        $($col: ColumnBuilder::new($col_name),)+
+                    },)+
+                    EventTable::Events | EventTable::Fields | EventTable::Samples => return None,
+                })
+            }
+
+            /// Parse `event`'s payload into the columns; nothing is pushed when it fails.
+            fn push(&mut self, event: &Event) -> Result<(), LineError> {
+                match self {
+                    $(TypedCols::$table { $($col,)+ } => {
+                        let $e = event;
+                        let $x = $parse?;
+                        $($col.append($value);)+
+                    })+
+                }
+                Ok(())
+            }
+
+            fn columns(self) -> Vec<Column> {
+                match self {
+                    $(TypedCols::$table { $($col,)+ } => vec![$($col.finish(),)+],)+
+                }
+            }
+        }
+    };
+}
+
+event_tables! {
+    /// `lock:contention_begin`.
+    ContentionBegin = "contention_begin" from "lock": "contention_begin",
+        |e| payload::contention_begin(&e.payload) => |x| {
+            lock(ty::LOCK): Str = &x.lock,
+            flags(ty::FLAGS): Str = &x.flags,
+        }
+    /// `lock:contention_end`.
+    ContentionEnd = "contention_end" from "lock": "contention_end",
+        |e| payload::contention_end(&e.payload) => |x| {
+            lock(ty::LOCK): Str = &x.lock,
+            ret(ty::RET): Num<i32> = x.ret,
+        }
+    /// `pagemap:mm_lru_insertion`.
+    LruInsertion = "lru_insertion" from "pagemap": "mm_lru_insertion",
+        |e| payload::lru_insertion(&e.payload) => |x| {
+            folio(ty::FOLIO): Str = &x.folio,
+            pfn(ty::PFN): Num<u64> = x.pfn,
+            lru(ty::LRU): Num<i32> = x.lru,
+            flags(ty::FLAGS): Str = &x.flags,
+        }
+    /// `pagemap:mm_lru_activate`.
+    LruActivate = "lru_activate" from "pagemap": "mm_lru_activate",
+        |e| payload::lru_activate(&e.payload) => |x| {
+            folio(ty::FOLIO): Str = &x.folio,
+            pfn(ty::PFN): Num<u64> = x.pfn,
+        }
+    /// `kmem:mm_page_alloc`.
+    PageAlloc = "page_alloc" from "kmem": "mm_page_alloc",
+        |e| payload::page_alloc(&e.payload) => |x| {
+            page(ty::PAGE): Str = &x.page,
+            pfn(ty::PFN): Num<u64> = x.pfn,
+            order(ty::ORDER): Num<u32> = x.order,
+            migratetype(ty::MIGRATETYPE): Num<i32> = x.migratetype,
+            gfp_flags(ty::GFP_FLAGS): Str = &x.gfp_flags,
+        }
+    /// `kmem:mm_page_free`.
+    PageFree = "page_free" from "kmem": "mm_page_free",
+        |e| payload::page_free(&e.payload) => |x| {
+            page(ty::PAGE): Str = &x.page,
+            pfn(ty::PFN): Num<u64> = x.pfn,
+            order(ty::ORDER): Num<u32> = x.order,
+        }
+    /// `kmem:mm_page_free_batched` (the payload of `mm_page_free`).
+    PageFreeBatched = "page_free_batched" from "kmem": "mm_page_free_batched",
+        |e| payload::page_free(&e.payload) => |x| {
+            page(ty::PAGE): Str = &x.page,
+            pfn(ty::PFN): Num<u64> = x.pfn,
+            order(ty::ORDER): Num<u32> = x.order,
+        }
+    /// `huge_memory:mm_khugepaged_scan_pmd`.
+    KhugepagedScanPmd = "khugepaged_scan_pmd" from "huge_memory": "mm_khugepaged_scan_pmd",
+        |e| payload::khugepaged_scan_pmd(&e.payload) => |x| {
+            mm(ty::MM): Str = &x.mm,
+            scan_pfn(ty::SCAN_PFN): Num<u64> = x.scan_pfn,
+            writable(ty::WRITABLE): Num<Option<i32>> = x.writable,
+            referenced(ty::REFERENCED): Num<i32> = x.referenced,
+            none_or_zero(ty::NONE_OR_ZERO): Num<i32> = x.none_or_zero,
+            status(ty::STATUS): Str = &x.status,
+            unmapped(ty::UNMAPPED): Num<i32> = x.unmapped,
+        }
+    /// `huge_memory:mm_collapse_huge_page`, `_isolate` and `_swapin` in one table: each event
+    /// fills the columns its `TP_printk` prints, the others are null.
+    CollapseHugePage = "collapse_huge_page" from "huge_memory":
+        "mm_collapse_huge_page" | "mm_collapse_huge_page_isolate" | "mm_collapse_huge_page_swapin",
+        |e| payload::collapse_event(&e.name, &e.payload) => |x| {
+            event(ty::EVENT): Str = &e.name,
+            mm(ty::MM): Str = match &x {
+                C::Collapse(c) => Some(c.mm.as_str()),
+                C::Swapin(s) => Some(s.mm.as_str()),
+                C::Isolate(_) => None,
+            },
+            scan_pfn(ty::SCAN_PFN): Num<Option<u64>> = match &x {
+                C::Isolate(i) => Some(i.scan_pfn),
+                _ => None,
+            },
+            isolated(ty::ISOLATED): Num<Option<i32>> = match &x {
+                C::Collapse(c) => Some(c.isolated),
+                _ => None,
+            },
+            swapped_in(ty::SWAPPED_IN): Num<Option<i32>> = match &x {
+                C::Swapin(s) => Some(s.swapped_in),
+                _ => None,
+            },
+            none_or_zero(ty::NONE_OR_ZERO): Num<Option<i32>> = match &x {
+                C::Isolate(i) => Some(i.none_or_zero),
+                _ => None,
+            },
+            referenced(ty::REFERENCED): Num<Option<i32>> = match &x {
+                C::Isolate(i) => Some(i.referenced),
+                C::Swapin(s) => Some(s.referenced),
+                C::Collapse(_) => None,
+            },
+            writable(ty::WRITABLE): Num<Option<i32>> = match &x {
+                C::Isolate(i) => i.writable,
+                _ => None,
+            },
+            ret(ty::RET): Num<Option<i32>> = match &x {
+                C::Swapin(s) => Some(s.ret),
+                _ => None,
+            },
+            status(ty::STATUS): Str = match &x {
+                C::Collapse(c) => Some(c.status.as_str()),
+                C::Isolate(i) => Some(i.status.as_str()),
+                C::Swapin(_) => None,
+            },
+        }
+    /// `vmscan:mm_vmscan_*`.
+    Vmscan = "vmscan" from "vmscan": n if n.starts_with("mm_vmscan_"),
+        |e| payload::vmscan(&e.payload) => |x| {
+            event(ty::EVENT): Str = &e.name,
+            nid(ty::NID): Num<Option<i32>> = x.nid,
+            order(ty::ORDER): Num<Option<i32>> = x.order,
+            gfp_flags(ty::GFP_FLAGS): Str = x.gfp_flags.as_deref(),
+            classzone(ty::CLASSZONE): Num<Option<i32>> = x.classzone,
+            nr_requested(ty::NR_REQUESTED): Num<Option<u64>> = x.nr_requested,
+            nr_scanned(ty::NR_SCANNED): Num<Option<u64>> = x.nr_scanned,
+            nr_skipped(ty::NR_SKIPPED): Num<Option<u64>> = x.nr_skipped,
+            nr_taken(ty::NR_TAKEN): Num<Option<u64>> = x.nr_taken,
+            nr_reclaimed(ty::NR_RECLAIMED): Num<Option<u64>> = x.nr_reclaimed,
+            priority(ty::PRIORITY): Num<Option<i32>> = x.priority,
+            lru(ty::LRU): Str = x.lru.as_deref(),
+            flags(ty::FLAGS): Str = x.flags.as_deref(),
+            other(ty::OTHER): KeyValues = x.other.as_slice(),
+        }
+}
+
+impl EventTable {
+    /// The table named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// The columns every per-event table starts with.
@@ -165,7 +381,7 @@ impl Common {
         self.line.push(e.line);
         self.ts.push(e.ts_ns);
         self.cpu.push(e.cpu);
-        self.comm.push(&e.comm);
+        self.comm.append(&e.comm);
         self.pid.push(i64::from(e.tid));
         self.tgid.push(e.pid.map(i64::from));
     }
@@ -179,7 +395,7 @@ impl Common {
             col(ec::LINE, self.line),
             col(ec::TIMESTAMP_NS, self.ts),
             col(ec::CPU, self.cpu),
-            self.comm.col(),
+            self.comm.finish(),
             col(ec::PID, self.pid),
             col(ec::TGID, self.tgid),
         ]
@@ -190,389 +406,6 @@ impl Common {
 struct Typed {
     common: Common,
     cols: TypedCols,
-}
-
-// One value per wanted table per piece: the size difference between variants costs nothing.
-#[allow(clippy::large_enum_variant)]
-enum TypedCols {
-    Begin {
-        lock: Str,
-        flags: Str,
-    },
-    End {
-        lock: Str,
-        ret: Vec<i32>,
-    },
-    LruInsertion {
-        folio: Str,
-        pfn: Vec<u64>,
-        lru: Vec<i32>,
-        flags: Str,
-    },
-    LruActivate {
-        folio: Str,
-        pfn: Vec<u64>,
-    },
-    PageAlloc {
-        page: Str,
-        pfn: Vec<u64>,
-        order: Vec<u32>,
-        migratetype: Vec<i32>,
-        gfp: Str,
-    },
-    PageFree {
-        page: Str,
-        pfn: Vec<u64>,
-        order: Vec<u32>,
-    },
-    Scan {
-        mm: Str,
-        scan_pfn: Vec<u64>,
-        writable: Vec<Option<i32>>,
-        referenced: Vec<i32>,
-        none_or_zero: Vec<i32>,
-        status: Str,
-        unmapped: Vec<Option<i32>>,
-    },
-    Collapse {
-        event: Str,
-        mm: Str,
-        scan_pfn: Vec<Option<u64>>,
-        isolated: Vec<Option<i32>>,
-        swapped_in: Vec<Option<i32>>,
-        none_or_zero: Vec<Option<i32>>,
-        referenced: Vec<Option<i32>>,
-        writable: Vec<Option<i32>>,
-        ret: Vec<Option<i32>>,
-        status: Str,
-    },
-    Vmscan {
-        event: Str,
-        nid: Vec<Option<i32>>,
-        order: Vec<Option<i32>>,
-        gfp: Str,
-        classzone: Vec<Option<i32>>,
-        nr_requested: Vec<Option<u64>>,
-        nr_scanned: Vec<Option<u64>>,
-        nr_skipped: Vec<Option<u64>>,
-        nr_taken: Vec<Option<u64>>,
-        nr_reclaimed: Vec<Option<u64>>,
-        priority: Vec<Option<i32>>,
-        lru: Str,
-        flags: Str,
-        other: ListStringChunkedBuilder,
-    },
-}
-
-impl TypedCols {
-    fn new(t: EventTable) -> Option<Self> {
-        Some(match t {
-            EventTable::ContentionBegin => TypedCols::Begin {
-                lock: Str::new(ty::LOCK),
-                flags: Str::new(ty::FLAGS),
-            },
-            EventTable::ContentionEnd => TypedCols::End {
-                lock: Str::new(ty::LOCK),
-                ret: Vec::new(),
-            },
-            EventTable::LruInsertion => TypedCols::LruInsertion {
-                folio: Str::new(ty::FOLIO),
-                pfn: Vec::new(),
-                lru: Vec::new(),
-                flags: Str::new(ty::FLAGS),
-            },
-            EventTable::LruActivate => TypedCols::LruActivate {
-                folio: Str::new(ty::FOLIO),
-                pfn: Vec::new(),
-            },
-            EventTable::PageAlloc => TypedCols::PageAlloc {
-                page: Str::new(ty::PAGE),
-                pfn: Vec::new(),
-                order: Vec::new(),
-                migratetype: Vec::new(),
-                gfp: Str::new(ty::GFP_FLAGS),
-            },
-            EventTable::PageFree | EventTable::PageFreeBatched => TypedCols::PageFree {
-                page: Str::new(ty::PAGE),
-                pfn: Vec::new(),
-                order: Vec::new(),
-            },
-            EventTable::KhugepagedScanPmd => TypedCols::Scan {
-                mm: Str::new(ty::MM),
-                scan_pfn: Vec::new(),
-                writable: Vec::new(),
-                referenced: Vec::new(),
-                none_or_zero: Vec::new(),
-                status: Str::new(ty::STATUS),
-                unmapped: Vec::new(),
-            },
-            EventTable::CollapseHugePage => TypedCols::Collapse {
-                event: Str::new(ty::EVENT),
-                mm: Str::new(ty::MM),
-                scan_pfn: Vec::new(),
-                isolated: Vec::new(),
-                swapped_in: Vec::new(),
-                none_or_zero: Vec::new(),
-                referenced: Vec::new(),
-                writable: Vec::new(),
-                ret: Vec::new(),
-                status: Str::new(ty::STATUS),
-            },
-            EventTable::Vmscan => TypedCols::Vmscan {
-                event: Str::new(ty::EVENT),
-                nid: Vec::new(),
-                order: Vec::new(),
-                gfp: Str::new(ty::GFP_FLAGS),
-                classzone: Vec::new(),
-                nr_requested: Vec::new(),
-                nr_scanned: Vec::new(),
-                nr_skipped: Vec::new(),
-                nr_taken: Vec::new(),
-                nr_reclaimed: Vec::new(),
-                priority: Vec::new(),
-                lru: Str::new(ty::LRU),
-                flags: Str::new(ty::FLAGS),
-                other: ListStringChunkedBuilder::new(ty::OTHER.into(), 1024, 1024),
-            },
-            EventTable::Events | EventTable::Fields | EventTable::Samples => return None,
-        })
-    }
-
-    /// Parse `e`'s payload into the columns; nothing is pushed when it fails.
-    fn push(&mut self, e: &Event) -> Result<(), LineError> {
-        let p = e.payload.as_str();
-        match self {
-            TypedCols::Begin { lock, flags } => {
-                let b = payload::contention_begin(p)?;
-                lock.push(&b.lock);
-                flags.push(&b.flags);
-            }
-            TypedCols::End { lock, ret } => {
-                let x = payload::contention_end(p)?;
-                lock.push(&x.lock);
-                ret.push(x.ret);
-            }
-            TypedCols::LruInsertion {
-                folio,
-                pfn,
-                lru,
-                flags,
-            } => {
-                let x = payload::lru_insertion(p)?;
-                folio.push(&x.folio);
-                pfn.push(x.pfn);
-                lru.push(x.lru);
-                flags.push(&x.flags);
-            }
-            TypedCols::LruActivate { folio, pfn } => {
-                let x = payload::lru_activate(p)?;
-                folio.push(&x.folio);
-                pfn.push(x.pfn);
-            }
-            TypedCols::PageAlloc {
-                page,
-                pfn,
-                order,
-                migratetype,
-                gfp,
-            } => {
-                let x = payload::page_alloc(p)?;
-                page.push(&x.page);
-                pfn.push(x.pfn);
-                order.push(x.order);
-                migratetype.push(x.migratetype);
-                gfp.push(&x.gfp_flags);
-            }
-            TypedCols::PageFree { page, pfn, order } => {
-                let x = payload::page_free(p)?;
-                page.push(&x.page);
-                pfn.push(x.pfn);
-                order.push(x.order);
-            }
-            TypedCols::Scan {
-                mm,
-                scan_pfn,
-                writable,
-                referenced,
-                none_or_zero,
-                status,
-                unmapped,
-            } => {
-                let x = payload::khugepaged_scan_pmd(p)?;
-                mm.push(&x.mm);
-                scan_pfn.push(x.scan_pfn);
-                writable.push(x.writable);
-                referenced.push(x.referenced);
-                none_or_zero.push(x.none_or_zero);
-                status.push(&x.status);
-                unmapped.push(x.unmapped);
-            }
-            TypedCols::Collapse {
-                event,
-                mm,
-                scan_pfn,
-                isolated,
-                swapped_in,
-                none_or_zero,
-                referenced,
-                writable,
-                ret,
-                status,
-            } => {
-                let x = payload::collapse_huge_page(p)?;
-                event.push(&e.name);
-                mm.opt(x.mm.as_deref());
-                scan_pfn.push(x.scan_pfn);
-                isolated.push(x.isolated);
-                swapped_in.push(x.swapped_in);
-                none_or_zero.push(x.none_or_zero);
-                referenced.push(x.referenced);
-                writable.push(x.writable);
-                ret.push(x.ret);
-                status.opt(x.status.as_deref());
-            }
-            TypedCols::Vmscan {
-                event,
-                nid,
-                order,
-                gfp,
-                classzone,
-                nr_requested,
-                nr_scanned,
-                nr_skipped,
-                nr_taken,
-                nr_reclaimed,
-                priority,
-                lru,
-                flags,
-                other,
-            } => {
-                let x = payload::vmscan(p)?;
-                event.push(&e.name);
-                nid.push(x.nid);
-                order.push(x.order);
-                gfp.opt(x.gfp_flags.as_deref());
-                classzone.push(x.classzone);
-                nr_requested.push(x.nr_requested);
-                nr_scanned.push(x.nr_scanned);
-                nr_skipped.push(x.nr_skipped);
-                nr_taken.push(x.nr_taken);
-                nr_reclaimed.push(x.nr_reclaimed);
-                priority.push(x.priority);
-                lru.opt(x.lru.as_deref());
-                flags.opt(x.flags.as_deref());
-                let kv: Vec<String> = x.other.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                other.append_values_iter(kv.iter().map(String::as_str));
-            }
-        }
-        Ok(())
-    }
-
-    fn columns(self) -> Vec<Column> {
-        match self {
-            TypedCols::Begin { lock, flags } => vec![lock.col(), flags.col()],
-            TypedCols::End { lock, ret } => vec![lock.col(), col(ty::RET, ret)],
-            TypedCols::LruInsertion {
-                folio,
-                pfn,
-                lru,
-                flags,
-            } => vec![
-                folio.col(),
-                col(ty::PFN, pfn),
-                col(ty::LRU, lru),
-                flags.col(),
-            ],
-            TypedCols::LruActivate { folio, pfn } => vec![folio.col(), col(ty::PFN, pfn)],
-            TypedCols::PageAlloc {
-                page,
-                pfn,
-                order,
-                migratetype,
-                gfp,
-            } => vec![
-                page.col(),
-                col(ty::PFN, pfn),
-                col(ty::ORDER, order),
-                col(ty::MIGRATETYPE, migratetype),
-                gfp.col(),
-            ],
-            TypedCols::PageFree { page, pfn, order } => {
-                vec![page.col(), col(ty::PFN, pfn), col(ty::ORDER, order)]
-            }
-            TypedCols::Scan {
-                mm,
-                scan_pfn,
-                writable,
-                referenced,
-                none_or_zero,
-                status,
-                unmapped,
-            } => vec![
-                mm.col(),
-                col(ty::SCAN_PFN, scan_pfn),
-                col(ty::WRITABLE, writable),
-                col(ty::REFERENCED, referenced),
-                col(ty::NONE_OR_ZERO, none_or_zero),
-                status.col(),
-                col(ty::UNMAPPED, unmapped),
-            ],
-            TypedCols::Collapse {
-                event,
-                mm,
-                scan_pfn,
-                isolated,
-                swapped_in,
-                none_or_zero,
-                referenced,
-                writable,
-                ret,
-                status,
-            } => vec![
-                event.col(),
-                mm.col(),
-                col(ty::SCAN_PFN, scan_pfn),
-                col(ty::ISOLATED, isolated),
-                col(ty::SWAPPED_IN, swapped_in),
-                col(ty::NONE_OR_ZERO, none_or_zero),
-                col(ty::REFERENCED, referenced),
-                col(ty::WRITABLE, writable),
-                col(ty::RET, ret),
-                status.col(),
-            ],
-            TypedCols::Vmscan {
-                event,
-                nid,
-                order,
-                gfp,
-                classzone,
-                nr_requested,
-                nr_scanned,
-                nr_skipped,
-                nr_taken,
-                nr_reclaimed,
-                priority,
-                lru,
-                flags,
-                mut other,
-            } => vec![
-                event.col(),
-                col(ty::NID, nid),
-                col(ty::ORDER, order),
-                gfp.col(),
-                col(ty::CLASSZONE, classzone),
-                col(ty::NR_REQUESTED, nr_requested),
-                col(ty::NR_SCANNED, nr_scanned),
-                col(ty::NR_SKIPPED, nr_skipped),
-                col(ty::NR_TAKEN, nr_taken),
-                col(ty::NR_RECLAIMED, nr_reclaimed),
-                col(ty::PRIORITY, priority),
-                lru.col(),
-                flags.col(),
-                other.finish().into_series().into(),
-            ],
-        }
-    }
 }
 
 /// `events` columns after the common ones.
@@ -632,12 +465,12 @@ impl SamplesCols {
         self.line.push(e.line);
         self.ts.push(e.ts_ns);
         self.cpu.push(e.cpu);
-        self.comm.push(&e.comm);
+        self.comm.append(&e.comm);
         self.pid.push(e.pid.map(i64::from));
         self.tid.push(i64::from(e.tid));
         match &e.system {
-            Some(s) => self.event.push(&format!("{s}:{}", e.name)),
-            None => self.event.push(&e.name),
+            Some(s) => self.event.append(&format!("{s}:{}", e.name)),
+            None => self.event.append(&e.name),
         }
         self.period.push(e.period);
         let cc = &e.callchain;
@@ -656,10 +489,10 @@ impl SamplesCols {
             col(ec::LINE, self.line),
             col(sa::TIME_NS, self.ts),
             col(ec::CPU, self.cpu),
-            self.comm.col(),
+            self.comm.finish(),
             col(sa::PID, self.pid),
             col(sa::TID, self.tid),
-            self.event.col(),
+            self.event.finish(),
             col(ev::PERIOD, self.period),
             self.addr.finish().into_series().into(),
             self.symbol.finish().into_series().into(),
@@ -773,11 +606,11 @@ impl EventTables {
         self.counts.events += 1;
         if let Some((c, x)) = self.common.as_mut() {
             c.push(e);
-            x.irq_flags.opt(e.irq_flags.as_deref());
-            x.system.opt(e.system.as_deref());
-            x.event.push(&e.name);
+            x.irq_flags.append(e.irq_flags.as_deref());
+            x.system.append(e.system.as_deref());
+            x.event.append(&e.name);
             x.period.push(e.period);
-            x.payload.push(&e.payload);
+            x.payload.append(&e.payload);
             self.rows += 1;
         }
         if e.source == Source::PerfScript {
@@ -806,9 +639,9 @@ impl EventTables {
                             continue;
                         }
                         f.line.push(e.line);
-                        f.event.push(&e.name);
-                        f.key.push(k);
-                        f.value.push(v);
+                        f.event.append(&e.name);
+                        f.key.append(k);
+                        f.value.append(v);
                         self.rows += 1;
                     }
                 }
@@ -853,11 +686,11 @@ impl EventTables {
             let mut cols = c.columns(&src);
             // events: common, then irq_flags, system, event, period, payload
             cols.extend([
-                x.irq_flags.col(),
-                x.system.col(),
-                x.event.col(),
+                x.irq_flags.finish(),
+                x.system.finish(),
+                x.event.finish(),
                 col(ev::PERIOD, x.period),
-                x.payload.col(),
+                x.payload.finish(),
             ]);
             out.push((
                 EventTable::Events,
@@ -873,9 +706,9 @@ impl EventTables {
                     n,
                 ),
                 col(ec::LINE, f.line),
-                f.event.col(),
-                f.key.col(),
-                f.value.col(),
+                f.event.finish(),
+                f.key.finish(),
+                f.value.finish(),
             ];
             out.push((
                 EventTable::Fields,

@@ -194,7 +194,9 @@ pub mod samples {
     pub const STACK_DSO: &str = "stack_dso";
 }
 
-/// Payload columns of the typed per-event tables (after the [`event_common`] columns).
+/// Payload columns of the typed per-event tables (after the [`event_common`] columns). Which
+/// table has which, in order, is declared once per table in `frames/events.rs`
+/// (`EventTable::payload_columns`).
 pub mod typed {
     /// Lock address as printed.
     pub const LOCK: &str = "lock";

@@ -6,7 +6,9 @@
 //! * Free side: `folios_put_refs()` takes the lock once per batch of ≤31 folios whose last
 //!   reference dropped, and the folios reach `free_unref_folios()` (`mm_page_free`) after the
 //!   unlock; so a burst of frees of folios that were on an LRU marks one hold just before it.
-//! * Traced waits: `contention_begin`/`end` on the LRU lock, attached to the CPU's next hold.
+//! * Traced waits: `contention_begin`/`end` on the LRU lock, paired by the `contention` table's
+//!   rule ([`OpenWaits`]: a nested begin keeps the first) but per CPU, not per task (why: see
+//!   [`OpenWaits`]), and attached to the CPU's next hold.
 //!
 //! Which traced lock is `lru_lock`: the address whose `contention_end` is most often followed,
 //! on the same CPU, by a hold as defined above (the zone lock of the page allocator is the
@@ -17,6 +19,7 @@ use std::collections::HashMap;
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
 use crate::duration::Ns;
 use crate::error::{Error, Result};
+use crate::frames::contention::OpenWaits;
 
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
 pub const FOLIO_BATCH: u32 = 31;
@@ -174,9 +177,8 @@ pub struct Reconstruction {
     pub zap_delay_ns: i64,
 }
 
-/// Per CPU: an open `contention_begin` on the lock, and a finished wait not yet attached to a
-/// hold.
-type Pending = (Option<(i64, Via)>, Option<(i64, i64, Via)>);
+/// Per CPU: a finished traced wait (begin, end, path) not yet attached to a hold.
+type Pending = Option<(i64, i64, Via)>;
 
 #[derive(Default)]
 struct Open {
@@ -226,6 +228,9 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     // pfns on an LRU list (inserted, not yet freed).
     let mut on_lru: HashMap<u64, usize> = HashMap::new(); // pfn → index in `faults`
     let mut open: HashMap<u32, Open> = HashMap::new();
+    // Traced waits on the lock, paired per CPU by the rule of the `contention` table (see
+    // `OpenWaits` for why the key is the CPU here and the task there).
+    let mut waits: OpenWaits<u32, Via> = OpenWaits::default();
     let mut pending: HashMap<u32, Pending> = HashMap::new();
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
@@ -298,7 +303,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             Kind::Discard { .. } => cur.side = None,
             Kind::Begin { lock: l, via } => {
                 if l == lock {
-                    pending.entry(e.cpu).or_default().0 = Some((e.ts, via));
+                    waits.begin(e.cpu, e.ts, via);
                 }
                 // Another lock's wait inside a free burst is `free_unref_folios()` taking the
                 // zone lock (orders above the pcp lists free straight to the buddy allocator):
@@ -306,13 +311,13 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             }
             Kind::End { lock: l } => {
                 if l == lock {
-                    let p = pending.entry(e.cpu).or_default();
-                    if let Some((b, via)) = p.0.take() {
+                    if let Some((b, via)) = waits.end(&e.cpu, e.ts) {
                         let w = Ns::between(b, e.ts);
                         contended += 1;
                         wait += w;
                         max_wait = max_wait.max(w);
-                        if let Some((b0, e0, v0)) = p.1.replace((b, e.ts, via)) {
+                        let p = pending.entry(e.cpu).or_default();
+                        if let Some((b0, e0, v0)) = p.replace((b, e.ts, via)) {
                             unattached += 1;
                             tally(&mut by_via, v0, Ns::between(b0, e0));
                         }
@@ -327,7 +332,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
     }
     for p in pending.values() {
-        if let Some((b, e, v)) = p.1 {
+        if let Some((b, e, v)) = *p {
             unattached += 1;
             tally(&mut by_via, v, Ns::between(b, e));
         }
@@ -513,7 +518,7 @@ fn hold_for(
 }
 
 fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via)> {
-    pending.get_mut(&cpu).and_then(|p| p.1.take())
+    pending.get_mut(&cpu).and_then(Option::take)
 }
 
 fn classify_triggers(holds: &mut [Hold], faults: &[Fault]) {

@@ -287,8 +287,7 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
             }
         }
         "sys_enter_madvise" => {
-            let p = lockcast_parsers::mm_payload::madvise(&e.payload)
-                .map_err(|x| bad("sys_enter_madvise", x))?;
+            let p = payload::madvise(&e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
             if !DISCARDING_ADVICE.contains(&p.behavior) {
                 t.other_events += 1;
                 return Ok(());

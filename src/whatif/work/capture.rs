@@ -8,7 +8,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use lockcast_parsers::event::Event;
-use lockcast_parsers::mm_payload;
+use lockcast_parsers::payload;
 
 use crate::error::{Error, Result};
 use crate::input;
@@ -58,7 +58,7 @@ pub fn kv_lines(path: &str) -> Result<Vec<(u64, BTreeMap<String, String>)>> {
         .map(|(i, l)| {
             (
                 i as u64 + 1,
-                mm_payload::kv_line(l)
+                payload::kv_line(l)
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
@@ -107,7 +107,7 @@ pub fn vmstat(path: &str) -> Result<BTreeMap<String, u64>> {
         if l.trim().is_empty() {
             continue;
         }
-        let (k, v) = mm_payload::vmstat_line(l)
+        let (k, v) = payload::vmstat_line(l)
             .map_err(|e| Error::Input(format!("{path}:{}:1: /proc/vmstat: {e}", i + 1)))?;
         m.insert(k.to_string(), v);
     }

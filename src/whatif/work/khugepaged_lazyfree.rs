@@ -25,7 +25,7 @@
 use super::round3;
 use std::collections::{BTreeMap, HashMap};
 
-use lockcast_parsers::mm_payload::{self, MADV_FREE, MADV_HUGEPAGE};
+use lockcast_parsers::payload::{self, MADV_FREE, MADV_HUGEPAGE};
 use serde_json::{json, Value};
 
 use super::capture;
@@ -148,7 +148,7 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
             }
         }
     }
-    let mut madv: Vec<(i64, i32, mm_payload::Madvise)> = Vec::new();
+    let mut madv: Vec<(i64, i32, payload::Madvise)> = Vec::new();
     let mut locks: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
     let mut scans = Vec::new();
     let mut pending_isolate: Option<u32> = None;
@@ -158,27 +158,26 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
             .ok_or_else(|| Error::Input(format!("{path}:{}: event without a timestamp", e.line)))?;
         match (e.system.as_deref(), e.name.as_str()) {
             (_, "sys_enter_madvise") => {
-                let m = mm_payload::madvise(&e.payload)
+                let m = payload::madvise(&e.payload)
                     .map_err(|x| bad(e.line, "sys_enter_madvise", x))?;
                 madv.push((ts, e.tid, m));
             }
             (Some("mmap_lock"), _) => {
-                let m =
-                    mm_payload::mmap_lock(&e.payload).map_err(|x| bad(e.line, "mmap_lock", x))?;
+                let m = payload::mmap_lock(&e.payload).map_err(|x| bad(e.line, "mmap_lock", x))?;
                 locks.entry(e.tid).or_default().push((ts, m.mm));
             }
             (_, "mm_collapse_huge_page_isolate") => {
-                let m = mm_payload::collapse_isolate(&e.payload)
+                let m = payload::collapse_huge_page_isolate(&e.payload)
                     .map_err(|x| bad(e.line, "mm_collapse_huge_page_isolate", x))?;
                 pending_isolate =
-                    (m.status == "succeeded").then(|| 512u32.saturating_sub(m.none_or_zero));
+                    (m.status == "succeeded").then(|| (512 - m.none_or_zero.clamp(0, 512)) as u32);
             }
             (_, "mm_collapse_huge_page") => {
-                mm_payload::collapse_huge_page(&e.payload)
+                payload::collapse_huge_page(&e.payload)
                     .map_err(|x| bad(e.line, "mm_collapse_huge_page", x))?;
             }
             (_, "mm_khugepaged_scan_pmd") => {
-                let s = mm_payload::scan_pmd(&e.payload)
+                let s = payload::khugepaged_scan_pmd(&e.payload)
                     .map_err(|x| bad(e.line, "mm_khugepaged_scan_pmd", x))?;
                 let iso = pending_isolate.take();
                 scans.push(Scan {
