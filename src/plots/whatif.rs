@@ -11,8 +11,8 @@ use plotters::prelude::*;
 use super::bars::{Bars, Panel, Series};
 use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, AFTER, BASE, PATCHED};
 use crate::error::{Error, Result};
-use crate::whatif::report::{Counts, Report, Row};
 use crate::units::ratio;
+use crate::whatif::report::{Counts, Report, Row};
 
 /// Counts and wait of one lock in one setting (`None`: not known for this row).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -13,8 +13,8 @@
 
 use super::calibrate::Calibration;
 use super::policy::Request;
-use crate::duration::Ns;
 use super::trace::{Observation, Via};
+use crate::duration::Ns;
 
 /// What a replay counts (the same quantities `perf lock contention` prints, for one lock).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -208,7 +208,10 @@ mod tests {
         // 270. CPU0's next request: virtual 200 + its 100 of lock time = 300, lock free.
         let s = vec![vec![req(0), req(200)], vec![req(50)]];
         let m = replay(&s, &c, Observation::Paravirt);
-        assert_eq!((m.acquisitions, m.contended, m.total_wait_ns), (3, 1, Ns(70)));
+        assert_eq!(
+            (m.acquisitions, m.contended, m.total_wait_ns),
+            (3, 1, Ns(70))
+        );
         // bare metal: the one waiter spins on the pending bit, untraced; granted at the release
         let m = replay(&s, &c, Observation::BareMetal);
         assert_eq!((m.contended, m.slowpath, m.all_wait_ns), (0, 1, Ns(50)));

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::calibrate::Calibration;
-use crate::duration::Ns;
 use super::des::Metrics;
 use super::trace::Observation;
 use super::{Identities, Outcome, PathRow, Sensitivity};
+use crate::duration::Ns;
 
 /// Counts of one lock in one setting (times in integer ns).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
