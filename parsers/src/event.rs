@@ -28,6 +28,23 @@ pub enum Source {
     PerfScript,
 }
 
+impl Source {
+    /// The format's name as error messages give it (`perf script: expected ...`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Ftrace => "ftrace",
+            Source::TraceCmd => "trace-cmd",
+            Source::PerfScript => "perf script",
+        }
+    }
+
+    /// Its records are perf samples, each a row of the `samples` table (with its call chain
+    /// when recorded); ftrace and trace-cmd text print none.
+    pub fn has_samples(self) -> bool {
+        matches!(self, Source::PerfScript)
+    }
+}
+
 /// One event line (plus its call chain for perf script).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {

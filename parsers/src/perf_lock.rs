@@ -568,9 +568,30 @@ impl<R: BufRead> Reader<R> {
                 return Ok(());
             }
             if let Some(row) = self.pending.as_mut() {
-                row.stack.push(frame);
+                // A call chain never returns to the instruction it started at (lock functions
+                // do not recurse): the innermost frame again means another stack began, whose
+                // row line is missing. Its frames must not lengthen this row's stack.
+                let again = row
+                    .stack
+                    .first()
+                    .is_some_and(|f| f.addr != 0 && f.addr == frame.addr);
+                if !again {
+                    row.stack.push(frame);
+                    self.state = State::InTable { header, rows };
+                    return Ok(());
+                }
                 self.state = State::InTable { header, rows };
-                return Ok(());
+                return self.bad_line(Diagnostic {
+                    location: Location {
+                        line: line_no,
+                        col: 1,
+                    },
+                    kind: LineError::expected(
+                        "a table row before this -v call stack (its innermost frame repeats the previous stack's)",
+                        text.trim(),
+                    ),
+                    line_text: cut(text, 120),
+                });
             }
         }
         match parse_row(&header, line_no, text) {
@@ -1330,6 +1351,24 @@ mod tests {
             p.tables[0].rows[0].max_wait.unwrap().ns,
             18_446_743_800_000_000_000
         );
+    }
+
+    #[test]
+    fn a_verbose_stack_without_its_row_is_a_malformed_line() {
+        // the row line of the second stack is missing: its frames are not the first row's
+        let text = " contended   total wait     max wait     avg wait         type   caller\n\n\
+         1     26.10 us     26.10 us     26.10 us     spinlock   raw_spin_rq_lock_nested+0x1b\n\
+         \t\t\t0xffffffff9d0407c0  _raw_spin_lock+0x30\n\
+         \t\t\t0xffffffff9c6d9cfb  raw_spin_rq_lock_nested+0x1b\n\
+         \t\t\t0xffffffff9d0407c0  _raw_spin_lock+0x30\n\
+         \t\t\t0xffffffff9c7657c5  tick_do_update_jiffies64+0x25\n";
+        let err = parse_all(text.as_bytes(), &Options::default()).err();
+        assert!(matches!(err, Some(Error::Malformed { location, .. }) if location.line == 6));
+        let mut o = Options::default();
+        o.lenient = true;
+        let p = parse_all(text.as_bytes(), &o).unwrap();
+        assert_eq!(p.tables[0].rows[0].stack.len(), 2);
+        assert_eq!(p.diagnostics.skipped, 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use polars::prelude::*;
 
-use lockcast_parsers::event::{Event, Source};
+use lockcast_parsers::event::Event;
 use lockcast_parsers::payload::{self, CollapseEvent as C};
 use lockcast_parsers::{Diagnostic, LineError, Location};
 
@@ -613,7 +613,7 @@ impl EventTables {
             x.payload.append(&e.payload);
             self.rows += 1;
         }
-        if e.source == Source::PerfScript {
+        if e.source.has_samples() {
             if let Some(s) = self.samples.as_mut() {
                 s.push(e);
                 self.rows += 1;
@@ -660,14 +660,9 @@ impl EventTables {
             line_text: lockcast_parsers::error::cut(&format!("{}: {}", e.name, e.payload), 120),
         };
         if !self.lenient {
-            let format = match e.source {
-                Source::Ftrace => "ftrace",
-                Source::TraceCmd => "trace-cmd",
-                Source::PerfScript => "perf script",
-            };
             return Err(Error::Parse {
                 path: self.source.clone(),
-                source: lockcast_parsers::Error::malformed(format, d),
+                source: lockcast_parsers::Error::malformed(e.source.name(), d),
             });
         }
         self.counts.bad_payloads += 1;
