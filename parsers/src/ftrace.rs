@@ -1126,7 +1126,6 @@ fn parse_latency_line(line: &str) -> Option<Parsed<'_>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::path::{Path, PathBuf};

@@ -657,7 +657,6 @@ fn split_offset(sym: &str) -> (&str, Option<u64>) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::fs::File;

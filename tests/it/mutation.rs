@@ -525,23 +525,40 @@ struct Tally {
     rows_lost_to_damaged_header: u64,
 }
 
+/// The clean parse of one input, which each of its mutations is compared with.
+struct Clean {
+    json: Value,
+    /// Lines (1-based) of the perf lock table headers of the clean input; empty for traces.
+    headers: Vec<u64>,
+}
+
+/// One mutation of one input.
+struct Case<'a> {
+    input: &'a Input,
+    clean: &'a Clean,
+    kind: Kind,
+    /// `<file> <kind> seed <seed>`: what every failure of this case starts with.
+    what: String,
+}
+
 /// Check one lenient perf lock result against the clean parse.
 fn check_perf_lock(
-    clean: &[(u64, Value)],
-    headers: &[u64],
+    case: &Case,
     doc: &Doc,
     damage: &Damage,
     got: &[(u64, Value)],
     s: u64,
-    what: &str,
     tally: &mut Tally,
     failures: &mut Vec<String>,
 ) {
+    let clean = rows(&case.clean.json);
+    let headers = &case.clean.headers[..];
+    let what = &case.what;
     let map = doc.map();
     let got_by_line: BTreeMap<u64, &Value> = got.iter().map(|(l, r)| (*l, r)).collect();
     let mut clean_by_orig: BTreeMap<usize, &Value> = BTreeMap::new();
     let mut lost_changed = 0u64;
-    for (line, row) in clean {
+    for (line, row) in &clean {
         let i = (*line - 1) as usize;
         clean_by_orig.insert(i, row);
         let header = headers.iter().rev().find(|&&h| h <= *line).copied();
@@ -616,25 +633,22 @@ fn check_perf_lock(
 }
 
 fn check_mutation(
-    input: &Input,
+    case: &Case,
     other: &Input,
-    clean: &Value,
-    headers: &[u64],
-    kind: Kind,
     seed: u64,
     dir: &Path,
     tally: &mut Tally,
     failures: &mut Vec<String>,
 ) {
+    let (input, kind, what) = (case.input, case.kind, case.what.as_str());
     let mut rng = Rng::new(seed);
     let (bytes, doc) = mutate(kind, input, other, &mut rng);
     let file = dir.join(format!("m-{seed}-{}", input.name.replace('/', "_")));
     std::fs::write(&file, &bytes).unwrap();
-    let what = format!("{} {kind:?} seed {seed}", input.name);
     let failures_before = failures.len();
     *tally.mutations.entry(kind).or_default() += 1;
-    let strict = run(&file, input.fmt, false, &what, failures);
-    let lenient = run(&file, input.fmt, true, &what, failures);
+    let strict = run(&file, input.fmt, false, what, failures);
+    let lenient = run(&file, input.fmt, true, what, failures);
     tally.runs += 2;
     if kind == Kind::GzipCut {
         for (mode, r) in [("strict", &strict), ("lenient", &lenient)] {
@@ -663,9 +677,7 @@ fn check_mutation(
             }
         }
     }
-    check_results(
-        input, doc, clean, headers, kind, strict, lenient, &what, tally, failures,
-    );
+    check_results(case, doc, strict, lenient, tally, failures);
     if failures.len() > failures_before {
         // Keep the damaged input for a rerun by hand (`lockcast parse FILE --lenient`).
         let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mutation-failed");
@@ -674,19 +686,15 @@ fn check_mutation(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn check_results(
-    input: &Input,
+    case: &Case,
     doc: Option<Doc>,
-    clean: &Value,
-    headers: &[u64],
-    kind: Kind,
     strict: Run,
     lenient: Run,
-    what: &str,
     tally: &mut Tally,
     failures: &mut Vec<String>,
 ) {
+    let (input, clean, kind, what) = (case.input, &case.clean.json, case.kind, &case.what);
     let Some(got) = lenient.json else {
         tally.lenient_errors += 1;
         return;
@@ -715,17 +723,7 @@ fn check_results(
         return;
     }
     match input.fmt {
-        Fmt::PerfLock => check_perf_lock(
-            &rows(clean),
-            headers,
-            &doc,
-            &damage,
-            &rows(&got),
-            s,
-            &what,
-            tally,
-            failures,
-        ),
+        Fmt::PerfLock => check_perf_lock(case, &doc, &damage, &rows(&got), s, tally, failures),
         Fmt::Ftrace | Fmt::PerfScript | Fmt::PerfReport => {
             let (w0, w1) = (waits(clean), waits(&got));
             if w0.abs_diff(w1) > s + damage.size() {
@@ -791,10 +789,13 @@ fn mutation_damaged_inputs_error_or_explain_every_difference() {
                             }
                         };
                         clean_inputs += 1;
-                        let headers = if input.fmt == Fmt::PerfLock {
-                            header_lines(&file)
-                        } else {
-                            Vec::new()
+                        let clean = Clean {
+                            json: clean,
+                            headers: if input.fmt == Fmt::PerfLock {
+                                header_lines(&file)
+                            } else {
+                                Vec::new()
+                            },
                         };
                         let other = inputs
                             .iter()
@@ -805,17 +806,13 @@ fn mutation_damaged_inputs_error_or_explain_every_difference() {
                         for round in 0..rounds {
                             for (n, kind) in KINDS.iter().enumerate() {
                                 let seed = (k as u64) << 20 | round << 8 | n as u64;
-                                check_mutation(
+                                let case = Case {
                                     input,
-                                    other,
-                                    &clean,
-                                    &headers,
-                                    *kind,
-                                    seed,
-                                    dir,
-                                    &mut tally,
-                                    &mut failures,
-                                );
+                                    clean: &clean,
+                                    kind: *kind,
+                                    what: format!("{} {kind:?} seed {seed}", input.name),
+                                };
+                                check_mutation(&case, other, seed, dir, &mut tally, &mut failures);
                             }
                         }
                     }
