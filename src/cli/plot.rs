@@ -200,4 +200,3 @@ fn save(chart: &impl plots::Chart, a: &PlotArgs, items: usize) -> Result<()> {
     );
     Ok(())
 }
-

@@ -445,7 +445,10 @@ pub fn render_report(summaries: &[TableSummary], format: Format) -> String {
                 summaries.iter().map(super::terminal::report_json).collect();
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
-        Format::Table => summaries.iter().map(super::terminal::report_table).collect(),
+        Format::Table => summaries
+            .iter()
+            .map(super::terminal::report_table)
+            .collect(),
         Format::Markdown => report_markdown(summaries),
         Format::Text => report_text(summaries),
         Format::Csv => report_csv(summaries),

@@ -178,4 +178,3 @@ pub fn diff_table(d: &Diff, top: usize) -> String {
     );
     s
 }
-

@@ -215,4 +215,3 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     }
     s
 }
-

@@ -177,7 +177,8 @@ mod tests {
             total_wait_ns,
             ..Counts::default()
         };
-        let row = |lock: &str, measured: Counts, predicted: Counts, interval: Bounds| Row {
+        // A row whose interval is the point prediction alone.
+        let row = |lock: &str, measured: Counts, predicted: Counts| Row {
             policy: "lru-cache".into(),
             lock: lock.into(),
             measured,
@@ -185,8 +186,11 @@ mod tests {
             predicted,
             ratio_contended: None,
             ratio_total_wait: None,
-            interval,
-            replayed_interval: interval,
+            interval: Bounds {
+                low: predicted,
+                high: predicted,
+            },
+            replayed_interval: Bounds::default(),
             after: None,
             after_capture: None,
             error: None,
@@ -195,25 +199,21 @@ mod tests {
             replayed: c(28_000, 13_500, 17_900_000),
             ratio_contended: Some(14_082.0 / 2_100.0),
             ratio_total_wait: Some(18_730_000.0 / 4_100_000.0),
+            interval: Bounds {
+                low: c(0, 1_600, 3_000_000),
+                high: c(0, 2_900, 5_600_000),
+            },
             after: Some(c(9_100, 2_400, 4_500_000)),
             ..row(
                 "lruvec->lru_lock",
                 c(28_000, 14_082, 18_730_000),
                 c(9_000, 2_100, 4_100_000),
-                Bounds {
-                    low: c(0, 1_600, 3_000_000),
-                    high: c(0, 2_900, 5_600_000),
-                },
             )
         };
         let total = row(
             "total",
             c(30_000, 14_900, 21_500_000),
             c(11_000, 2_900, 6_800_000),
-            Bounds {
-                low: c(0, 2_500, 6_000_000),
-                high: c(0, 3_300, 7_700_000),
-            },
         );
         vec![lock, total]
     }

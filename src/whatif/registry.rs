@@ -193,7 +193,10 @@ mod tests {
             assert_eq!(find(p.name).map(|x| x.name).ok(), Some(p.name));
             assert!(help(96).contains(p.name));
         }
-        let e = find("nope").err().map(|e| e.to_string()).unwrap_or_default();
+        let e = find("nope")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         for n in names() {
             assert!(e.contains(n), "{e}");
         }

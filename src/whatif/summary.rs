@@ -252,12 +252,7 @@ impl Default for SummaryParams {
 }
 
 /// Run the closed-form model on one table's rows.
-pub fn run(
-    policy: &str,
-    source: &str,
-    rows: &[StatRow],
-    set: &Set,
-) -> Result<SummaryOutcome> {
+pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<SummaryOutcome> {
     let p: SummaryParams = params::parse(policy, set)?;
     let (folio_kb, cpus) = (p.folio_kb, p.cpus);
     if folio_kb < 4 || !folio_kb.is_power_of_two() || cpus < 2 {

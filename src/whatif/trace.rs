@@ -44,7 +44,9 @@ pub enum Kind {
 
 /// Which `lru_lock` path a hold or a traced wait belongs to (MODELS.md §1), the row
 /// `perf lock contention` prints it under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Via {
     /// `folio_batch_move_lru()`: a per-CPU batch drains onto the LRU.

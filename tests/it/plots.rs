@@ -234,7 +234,6 @@ fn plots_timeline_png_and_svg_from_a_real_trace() {
     }
 }
 
-
 #[test]
 fn plots_bad_arguments_are_usage_errors() {
     let o = lockcast(&["plot", "ab", AB_BASE, "-o", "x.png"]);

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::{Batcher, Context, Policy, Request};
-use crate::whatif::params::{self, Set};
 use crate::error::Result;
 use crate::whatif::intents::Intents;
+use crate::whatif::params::{self, Set};
 
 /// Today's kernel rule (v6.18 mm/swap.c): large folios drain at once, order-0 batch of 31.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -26,9 +26,9 @@
 use std::collections::BTreeMap;
 
 use super::{Context, Policy, Request};
-use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::params::{self, Set};
 use crate::whatif::reconstruct::{Reconstruction, Side, Trigger, FOLIO_BATCH};
 use crate::whatif::trace::{Via, NO_SITE};
 

@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 
 use super::{Batcher, Context, Policy, Request};
-use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::params::{self, Set};
 use crate::whatif::reconstruct::free_holds_rule;
 use crate::whatif::trace::{Trace, Via};
 
@@ -157,9 +157,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
             _ => None,
         })
         .collect();
-    let typical = crate::stats::median(&gaps)
-        .unwrap_or(0.0)
-        .max(0.0);
+    let typical = crate::stats::median(&gaps).unwrap_or(0.0).max(0.0);
     let mut acc = 0u64; // pages accumulated toward the next new folio
     let mut i = 0;
     while i < s.len() {

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use super::{Batcher, Context, DrainRule, Policy, Request};
-use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
 use crate::whatif::intents::Intents;
+use crate::whatif::params::{self, Set};
 
 /// RFC v3 parameters.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use super::capture;
 use super::{WorkOutcome, WorkPolicy};
-use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
+use crate::whatif::params::{self, Set};
 
 const HPAGE_PMD_NR: f64 = 512.0;
 

@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use super::capture;
 use super::{poisson95, WorkOutcome, WorkPolicy};
-use crate::whatif::params::{self, Set};
 use crate::error::{Error, Result};
+use crate::whatif::params::{self, Set};
 
 /// Base pages per PMD-mapped THP (x86-64, 4 KiB pages).
 const HPAGE_PMD_NR: i64 = 512;
