@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::frames::schema::lock_stats as c;
 use crate::frames::{i64s, strs, u32s, u64s};
 
-/// One `lock_stats` row with the fields analyses use.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One `lock_stats` row with the fields analyses use (also a sum of rows: a diff's totals, a
+/// report's group).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StatRow {
     /// Input path.
     pub source: String,
@@ -52,6 +53,9 @@ pub struct StatRow {
     /// Minimum wait, ns.
     pub min_wait_ns: Option<u64>,
 }
+
+/// One of a row's counts or waits, picked out of it (`|r| r.contended`).
+pub type Value = fn(&StatRow) -> Option<u64>;
 
 /// All rows of a `lock_stats` frame, in frame order.
 pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {

@@ -4,25 +4,17 @@
 //! layout (`%10` contended, 12-wide times, then `  %10s   %s` type and caller) otherwise.
 //! Trailing spaces are perf's: every cell is followed by one space.
 
-/// One row in perf's terms.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PerfRow {
+use crate::analyses::stat_row::StatRow;
+
+/// One row in perf's terms: the names perf prints, and the row's values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfRow<'a> {
     /// `Name` (report layout) or caller / symbol / comm (contention layout).
     pub name: String,
     /// Lock type (`spinlock`, `rwsem:R`), contention layout only.
     pub lock_type: String,
-    /// Acquisitions.
-    pub acquired: Option<u64>,
-    /// Contended acquisitions.
-    pub contended: Option<u64>,
-    /// Average wait, ns.
-    pub avg_wait_ns: Option<u64>,
-    /// Total wait, ns.
-    pub total_wait_ns: Option<u64>,
-    /// Maximum wait, ns.
-    pub max_wait_ns: Option<u64>,
-    /// Minimum wait, ns.
-    pub min_wait_ns: Option<u64>,
+    /// Counts and waits.
+    pub values: &'a StatRow,
 }
 
 /// perf's `lock_stat_key_print_time(ns, 12)`: `%9.2f` and a 2-character unit (`s `, `m `,
@@ -75,12 +67,12 @@ pub fn report_layout(rows: &[PerfRow]) -> String {
         s.push_str(&format!(
             "{} {} {} {} {} {} {} \n",
             name_cell(&r.name),
-            count_cell(r.acquired),
-            count_cell(r.contended),
-            time_cell(r.avg_wait_ns),
-            time_cell(r.total_wait_ns),
-            time_cell(r.max_wait_ns),
-            time_cell(r.min_wait_ns),
+            count_cell(r.values.acquired),
+            count_cell(r.values.contended),
+            time_cell(r.values.avg_wait_ns),
+            time_cell(r.values.total_wait_ns),
+            time_cell(r.values.max_wait_ns),
+            time_cell(r.values.min_wait_ns),
         ));
     }
     s
@@ -96,10 +88,10 @@ pub fn contention_layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
     for r in rows {
         s.push_str(&format!(
             "{} {} {} {}   {:>10}   {}\n",
-            count_cell(r.contended),
-            time_cell(r.total_wait_ns),
-            time_cell(r.max_wait_ns),
-            time_cell(r.avg_wait_ns),
+            count_cell(r.values.contended),
+            time_cell(r.values.total_wait_ns),
+            time_cell(r.values.max_wait_ns),
+            time_cell(r.values.avg_wait_ns),
             r.lock_type,
             r.name
         ));
@@ -109,7 +101,7 @@ pub fn contention_layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
 
 /// The layout perf would have printed: `report` when the rows have acquisitions.
 pub fn layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
-    if rows.iter().any(|r| r.acquired.is_some()) {
+    if rows.iter().any(|r| r.values.acquired.is_some()) {
         report_layout(rows)
     } else {
         contention_layout(rows, tail)
