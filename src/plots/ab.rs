@@ -2,11 +2,8 @@
 //! contended count in one panel and total wait in the other, with the reduction ratio
 //! (base / patched, as in the A/B tables of mm cover letters) after each pair.
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
-use super::bars::{Bars, Panel, Series};
-use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, BASE, PATCHED};
+use super::bars::{AsBars, Bars, Panel, Series};
+use super::{tick_count, tick_value, TimeUnit, BASE, PATCHED};
 use crate::analyses::diff::{Diff, DiffRow};
 use crate::analyses::stat_row::Value;
 use crate::units::ratio;
@@ -44,9 +41,10 @@ impl AbChart {
             rows: d.rows.iter().take(top).cloned().collect(),
         }
     }
+}
 
-    /// The figure as grouped bars.
-    pub fn bars(&self) -> Bars {
+impl AsBars for AbChart {
+    fn bars(&self) -> Bars {
         let ratio_of = |b: Option<u64>, p: Option<u64>| match (b, p) {
             (Some(b), Some(p)) if p > 0 => Some(ratio(Some(b as f64 / p as f64))),
             (Some(b), Some(0)) if b > 0 => Some("gone".to_string()),
@@ -109,15 +107,5 @@ impl AbChart {
                 ),
             ],
         }
-    }
-}
-
-impl Chart for AbChart {
-    fn default_size(&self) -> (u32, u32) {
-        self.bars().default_size()
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        self.bars().draw(root)
     }
 }

@@ -9,7 +9,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{legend, DrawResult, FONT, INK, LABEL_PX, MUTED, TICK_PX, TITLE_PX};
+use super::{legend, Chart, DrawResult, FONT, INK, LABEL_PX, MUTED, TICK_PX, TITLE_PX};
 
 /// A vertical axis of `n` row slots, first row at the top, with one tick at the centre of each
 /// slot (row `i` is centred at `n - i - 0.5`), so tick labels can name the rows.
@@ -93,6 +93,23 @@ pub struct Bars {
     pub series: Vec<Series>,
     /// One panel per metric.
     pub panels: Vec<Panel>,
+}
+
+/// A chart drawn as grouped bars (the A/B and what-if charts): it is a [`Chart`] through its
+/// [`Bars`].
+pub trait AsBars {
+    /// The figure as grouped bars.
+    fn bars(&self) -> Bars;
+}
+
+impl<T: AsBars> Chart for T {
+    fn default_size(&self) -> (u32, u32) {
+        self.bars().default_size()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        self.bars().draw(root)
+    }
 }
 
 /// Longest key shown in full; longer ones are cut with `…`.

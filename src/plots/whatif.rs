@@ -5,11 +5,8 @@
 //! `lockcast whatif --json` and `validate --json`), read with the same type that wrote it; the
 //! chart holds the report's own [`Row`]s, so the two cannot disagree on what a number means.
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
-use super::bars::{Bars, Panel, Series};
-use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, AFTER, BASE, PATCHED};
+use super::bars::{AsBars, Bars, Panel, Series};
+use super::{tick_count, tick_value, TimeUnit, AFTER, BASE, PATCHED};
 use crate::error::{Error, Result};
 use crate::units::ratio;
 use crate::whatif::report::{Counts, Report, Row};
@@ -53,9 +50,10 @@ impl WhatIfChart {
             rows,
         }
     }
+}
 
-    /// The figure as grouped bars.
-    pub fn bars(&self) -> Bars {
+impl AsBars for WhatIfChart {
+    fn bars(&self) -> Bars {
         let has_after = self.rows.iter().any(|r| r.after.is_some());
         let max_wait = self
             .rows
@@ -149,16 +147,6 @@ impl WhatIfChart {
                 ),
             ],
         }
-    }
-}
-
-impl Chart for WhatIfChart {
-    fn default_size(&self) -> (u32, u32) {
-        self.bars().default_size()
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        self.bars().draw(root)
     }
 }
 
