@@ -20,6 +20,7 @@ pub mod whatif;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -254,6 +255,43 @@ pub fn ellipsize(s: &str, max: usize) -> String {
     out.push('…');
     out.extend(s.chars().skip(n - tail));
     out
+}
+
+/// Draw `title` at the top of `root`, and in a band of `band_px` under it a line of
+/// explanation (`note`: the text and its distance from the band's top) and the legend of
+/// `entries`; returns the area below the band.
+pub fn heading<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    band_px: u32,
+    note: Option<(&str, i32)>,
+    entries: &[(String, RGBColor)],
+) -> std::result::Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
+    let area = root.titled(title, title_font)?;
+    let (band, rest) = area.split_vertically(band_px);
+    if let Some((text, y)) = note {
+        let font = (FONT, TICK_PX).into_font().color(&MUTED);
+        band.draw(&Text::new(text.to_string(), (12, y), font))?;
+    }
+    legend(&band, entries)?;
+    Ok(rest)
+}
+
+/// The look every chart's axes share: tick labels and axis descriptions in ink, light grey
+/// grid lines.
+pub trait HouseStyle {
+    /// Apply it (calls after this one override it).
+    fn house_style(&mut self) -> &mut Self;
+}
+
+impl<X: Ranged, Y: Ranged, DB: DrawingBackend> HouseStyle for MeshStyle<'_, '_, X, Y, DB> {
+    fn house_style(&mut self) -> &mut Self {
+        self.label_style((FONT, TICK_PX).into_font().color(&INK))
+            .axis_desc_style((FONT, LABEL_PX).into_font().color(&INK))
+            .light_line_style(RGBColor(240, 240, 240))
+            .bold_line_style(RGBColor(215, 215, 215))
+    }
 }
 
 /// Draw a legend box of coloured squares and labels in the top-right corner of `area`.

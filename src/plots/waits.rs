@@ -8,8 +8,8 @@ use plotters::prelude::*;
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
-use super::{legend, Chart, DrawResult, BASE, FONT, INK, LABEL_PX, MUTED, PATCHED, TICK_PX};
-use super::{AFTER, TITLE_PX};
+use super::{heading, Chart, DrawResult, HouseStyle, AFTER, BASE, FONT, INK, LABEL_PX, MUTED};
+use super::{PATCHED, TICK_PX};
 use crate::error::{Error, Result};
 use crate::frames::schema::contention as c;
 use crate::frames::{i64s, strs};
@@ -232,17 +232,16 @@ impl WaitsChart {
         };
         chart
             .configure_mesh()
+            .house_style()
+            // panels are small: axis descriptions one size up from ticks, not LABEL_PX
+            .axis_desc_style((FONT, TICK_PX + 1).into_font().color(&INK))
             .x_labels(8)
             .x_label_formatter(&xfmt)
             .y_labels((ymax as usize + 1).min(6))
             .y_label_formatter(&yfmt)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
-            .axis_desc_style((FONT, TICK_PX + 1).into_font().color(&INK))
             .x_desc("wait time (log scale)")
             .y_desc("waits (count)")
             .max_light_lines(2)
-            .light_line_style(RGBColor(240, 240, 240))
-            .bold_line_style(RGBColor(215, 215, 215))
             .draw()?;
         let m = p.counts.len().max(1) as f64;
         for (s, counts) in p.counts.iter().enumerate() {
@@ -294,23 +293,16 @@ impl Chart for WaitsChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
-        let area = root.titled(&self.title, title_font)?;
-        let (top, area) = area.split_vertically(34);
-        top.draw(&Text::new(
-            format!(
-                "{BINS_PER_DECADE} bins per decade of wait time; bars of one bin side by side per capture"
-            ),
-            (12, 4),
-            (FONT, TICK_PX).into_font().color(&MUTED),
-        ))?;
+        let note = format!(
+            "{BINS_PER_DECADE} bins per decade of wait time; bars of one bin side by side per capture"
+        );
         let entries: Vec<(String, RGBColor)> = self
             .labels
             .iter()
             .enumerate()
             .map(|(i, l)| (l.clone(), color_of(i)))
             .collect();
-        legend(&top, &entries)?;
+        let area = heading(root, &self.title, 34, Some((&note, 4)), &entries)?;
         let cols = if self.panels.len() > 1 { 2 } else { 1 };
         let rows = self.panels.len().div_ceil(cols).max(1);
         let cells = area.split_evenly((rows, cols));
