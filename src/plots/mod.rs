@@ -192,6 +192,19 @@ impl TimeUnit {
     }
 }
 
+/// A tick on a log time axis, in the [`TimeUnit`] of its own value: `100 ns`, `1 µs`, `31.6 µs`
+/// reads as `32 µs`.
+pub fn short_time(ns: f64) -> String {
+    let unit = TimeUnit::for_max(ns);
+    let v = unit.of(ns);
+    let s = if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        tick_value((v * 10.0).round() / 10.0)
+    };
+    format!("{s} {}", unit.name)
+}
+
 /// A number for an axis tick: no trailing zeros, thousands as `k`/`M` for counts.
 pub fn tick_count(v: f64) -> String {
     let a = v.abs();
@@ -322,9 +335,22 @@ mod tests {
 
     #[test]
     fn time_unit_follows_the_largest_value() {
-        assert_eq!(TimeUnit::for_max(999.0).name, "ns");
-        assert_eq!(TimeUnit::for_max(18_730_000.0).name, "ms");
-        assert_eq!(TimeUnit::for_max(643.8e9).name, "s");
+        // ns, its unit, the log-axis tick of it
+        let cases = [
+            (100.0, "ns", "100 ns"),
+            (999.0, "ns", "999 ns"),
+            (1_000.0, "µs", "1 µs"),
+            (3_162.3, "µs", "3.2 µs"),
+            (31_623.0, "µs", "32 µs"),
+            (18_730_000.0, "ms", "19 ms"),
+            (643.8e9, "s", "644 s"),
+        ];
+        for (ns, unit, tick) in cases {
+            assert_eq!(
+                (TimeUnit::for_max(ns).name, short_time(ns)),
+                (unit, tick.into())
+            );
+        }
         assert_eq!(TimeUnit::for_max(1_000.0).of(2_500.0), 2.5);
     }
 
