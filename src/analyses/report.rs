@@ -4,7 +4,7 @@
 use polars::prelude::*;
 use serde::Serialize;
 
-use super::stat_row::StatRow;
+use super::stat_row::{self, StatRow};
 use crate::error::{Error, Result};
 use crate::frames::schema::lock_stats as c;
 use crate::frames::{strs, u32s, u64s};
@@ -286,28 +286,24 @@ fn to_rows(df: &DataFrame, has_acquired: bool, keyed: bool) -> Result<Vec<Summar
     let n = counts(df, ROWS, "reading counts")?;
     let types_n = counts(df, "__types", "reading types")?;
     let ty = strs(df, c::TYPE)?;
-    let acq = u64s(df, c::ACQUIRED)?;
-    let cont = u64s(df, c::CONTENDED)?;
-    let total = u64s(df, c::TOTAL_WAIT_NS)?;
-    let max = u64s(df, c::MAX_WAIT_NS)?;
-    let min = u64s(df, c::MIN_WAIT_NS)?;
-    Ok((0..df.height())
-        .map(|i| SummaryRow {
-            key: keys[i].clone().unwrap_or_default(),
-            rows: n[i].unwrap_or(0),
-            merged: StatRow {
-                lock_type: ty[i].clone().filter(|_| types_n[i] == Some(1)),
-                acquired: acq[i].filter(|_| has_acquired),
-                contended: cont[i],
-                total_wait_ns: total[i],
-                avg_wait_ns: match (total[i], cont[i]) {
-                    (Some(t), Some(c)) if c > 0 => Some(t / c),
-                    _ => None,
-                },
-                max_wait_ns: max[i],
-                min_wait_ns: min[i],
-                ..StatRow::default()
-            },
+    let mut merged = vec![StatRow::default(); df.height()];
+    stat_row::read_values(df, &mut merged)?;
+    Ok(merged
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut m)| {
+            // the type only when every merged row had the same one
+            m.lock_type = ty[i].clone().filter(|_| types_n[i] == Some(1));
+            m.acquired = m.acquired.filter(|_| has_acquired);
+            m.avg_wait_ns = match (m.total_wait_ns, m.contended) {
+                (Some(t), Some(c)) if c > 0 => Some(t / c),
+                _ => None,
+            };
+            SummaryRow {
+                key: keys[i].clone().unwrap_or_default(),
+                rows: n[i].unwrap_or(0),
+                merged: m,
+            }
         })
         .collect())
 }
