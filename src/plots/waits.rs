@@ -39,25 +39,33 @@ pub struct WaitSet {
     pub waits: Vec<(String, u64)>,
 }
 
-impl WaitSet {
-    /// The waits of a `contention` frame, keyed by `key`.
-    pub fn from_contention(label: &str, df: &DataFrame, key: WaitKey) -> Result<WaitSet> {
-        let wait = i64s(df, c::WAIT_NS)?;
-        let lock = strs(df, c::LOCK)?;
-        let caller = strs(df, c::CALLER)?;
-        let ty = strs(df, c::TYPE)?;
-        let with_caller = caller.iter().filter(|x| x.is_some()).count();
-        let by_caller = match key {
-            WaitKey::Caller => true,
-            WaitKey::Lock => false,
-            WaitKey::Auto => with_caller * 2 > caller.len(),
-        };
-        if key == WaitKey::Caller && with_caller == 0 && !caller.is_empty() {
+impl WaitKey {
+    /// Whether waits are keyed by caller, given the trace's caller column (`Auto`: when most
+    /// waits have one). Callers of a trace without call chains are an error.
+    fn by_caller(self, label: &str, callers: &[Option<String>]) -> Result<bool> {
+        let with_caller = callers.iter().filter(|x| x.is_some()).count();
+        if self == WaitKey::Caller && with_caller == 0 && !callers.is_empty() {
             return Err(Error::Input(format!(
                 "{label}: the trace has no call chains, so waits have no caller; \
                  record with -g, or group by lock"
             )));
         }
+        Ok(match self {
+            WaitKey::Caller => true,
+            WaitKey::Lock => false,
+            WaitKey::Auto => with_caller * 2 > callers.len(),
+        })
+    }
+}
+
+impl WaitSet {
+    /// The waits of a `contention` frame, keyed by `key`.
+    pub fn from_contention(label: &str, df: &DataFrame, key: WaitKey) -> Result<WaitSet> {
+        let caller = strs(df, c::CALLER)?;
+        let by_caller = key.by_caller(label, &caller)?;
+        let lock = strs(df, c::LOCK)?;
+        let ty = strs(df, c::TYPE)?;
+        let wait = i64s(df, c::WAIT_NS)?;
         let waits = (0..df.height())
             .map(|i| {
                 let t = ty[i].as_deref().unwrap_or("");
