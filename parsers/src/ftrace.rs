@@ -217,9 +217,7 @@ impl<R: BufRead> Reader<R> {
     /// Wrap an input; nothing is read until [`Reader::next_event`].
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner)
-                .with_max_line_len(opts.max_line_len)
-                .with_line_offset(opts.line_offset),
+            lines: LineReader::with_options(inner, opts),
             st: State {
                 opts: opts.clone(),
                 header: Header::default(),

@@ -67,6 +67,14 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
+    /// Wrap a reader with the line length cap and line offset of `opts`: how every format's
+    /// reader starts.
+    pub fn with_options(inner: R, opts: &ReaderOptions) -> Self {
+        Self::new(inner)
+            .with_max_line_len(opts.max_line_len)
+            .with_line_offset(opts.line_offset)
+    }
+
     /// Change the line length cap. Default: [`DEFAULT_MAX_LINE_LEN`].
     pub fn with_max_line_len(mut self, max: usize) -> Self {
         self.max_line_len = max.max(1);
@@ -177,6 +185,7 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -177,9 +177,7 @@ impl<R: BufRead> Reader<R> {
     /// Wrap a reader of `perf report --stdio` text.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner)
-                .with_max_line_len(opts.max_line_len)
-                .with_line_offset(opts.line_offset),
+            lines: LineReader::with_options(inner, opts),
             lenient: opts.lenient,
             diagnostics: Diagnostics::default(),
             state: State::default(),
