@@ -1141,33 +1141,20 @@ mod tests {
 
     #[test]
     fn perf_script_sniff_lines() {
-        assert!(sniff("dd 29776 666709.771979:   10101010 cpu-clock: "));
-        assert!(sniff("sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)"));
-        // no time column (old perf, `-F comm,tid,event`): known event names only
-        assert!(sniff("java  3244 cpu-clock:"));
-        assert!(sniff("func_ab 15294 cpu-clock: "));
-        assert!(sniff("java 19983 cycles:"));
-        assert!(sniff(
-            "lrufault 13199 lock:contention_begin: 0xffff888102abc698 (flags=SPIN)"
-        ));
-        assert!(!sniff("java  3244 cpu-clock: some prose"));
-        assert!(!sniff("Version 5 notes:"));
+        use crate::event::sample_lines::{FTRACE, PERF_LOCK, PERF_SCRIPT};
+        for line in PERF_SCRIPT {
+            assert!(sniff(line), "{line}");
+        }
+        let not_perf_script = [
+            "java  3244 cpu-clock: some prose",
+            "Version 5 notes:",
+            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)",
+            "# ========",
+        ];
+        for line in FTRACE.iter().chain(PERF_LOCK).chain(&not_perf_script) {
+            assert!(!sniff(line), "{line}");
+        }
         assert!(!starts_record("java  3244 cpu-clock:"));
-        assert!(!sniff(
-            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)"
-        ));
-        assert!(!sniff("# ========"));
-        // ftrace and trace-cmd lines are not perf script
-        assert!(!sniff("             cat-117     [002] ...1.     1.602243: __bio_try_merge_page <-bio_add_page"));
-        assert!(!sniff(
-            "           sleep-89142 [001] ...1. 162573.215752: function:             mutex_unlock"
-        ));
-        assert!(!sniff(
-            "       <unknown>-200   (-----) [000] .... 0.090000: cpu_frequency_limits: x"
-        ));
-        assert!(!sniff(
-            " contended   total wait     max wait     avg wait         type   caller"
-        ));
     }
 
     // ---- whole files: shared corpus and own fixtures ----
