@@ -666,6 +666,13 @@ mod tests {
         read_from(text.as_bytes(), lenient)
     }
 
+    /// The events of well-formed text, read strictly.
+    fn read_ok(text: &str) -> Vec<Event> {
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        evs
+    }
+
     fn read_from<R: BufRead>(r: R, lenient: bool) -> (Vec<Event>, Result<(), Error>, Diagnostics) {
         let opts = Options {
             lenient,
@@ -705,8 +712,7 @@ mod tests {
 \t               0 [unknown] ([unknown])\n\n\
       foliochurn  9933 [000]  9123.032021033:         kmem:mm_page_alloc: page=0x509a22 pfn=0x509a22 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP ffffffff8161f78b __alloc_frozen_pages_noprof+0x26b ([kernel.kallsyms])\n\
  sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 3);
         assert_eq!(
             evs[0].payload,
@@ -901,8 +907,7 @@ mod tests {
     #[test]
     fn perf_script_no_callchain_ip_on_header_line_is_one_frame() {
         let text = "           false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n           false 39654 19115.489719:          1 cycles:      7fa68b1f2d84 _dl_start+0x4 (/usr/lib/ld-2.31.so)\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].name, "cycles:u");
         assert_eq!(
@@ -932,8 +937,7 @@ mod tests {
     #[test]
     fn perf_script_no_callchain_cut_dso_stays_payload() {
         let line = "    NetworkManager    3452 [005] 1540823.805301:    1558782 cycles:P:      7fa957737748 g_bit_lock+0x58 (/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0.7400.5>";
-        let (evs, res, _) = read_all(line, false);
-        res.unwrap();
+        let evs = read_ok(line);
         assert_eq!(evs[0].comm, "NetworkManager");
         assert!(evs[0].callchain.is_empty());
         assert!(evs[0].payload.ends_with("0.7400.5>"));
@@ -1024,11 +1028,7 @@ mod tests {
     #[test]
     fn perf_script_hex_comm_header_is_not_a_frame() {
         // `dd` and `cc1` are hex: the header shapes win over the frame shape.
-        let (evs, res, _) = read_all(
-            "dd 29776 cpu-clock:\n\tffffffff81000000 x ([kernel.kallsyms])\n\ncc1 5 [001] 1.000001: lock:contention_begin: 0xffff (flags=SPIN)\n",
-            false,
-        );
-        res.unwrap();
+        let evs = read_ok("dd 29776 cpu-clock:\n\tffffffff81000000 x ([kernel.kallsyms])\n\ncc1 5 [001] 1.000001: lock:contention_begin: 0xffff (flags=SPIN)\n");
         assert_eq!(evs.len(), 2);
         assert_eq!((evs[0].comm.as_str(), evs[0].callchain.len()), ("dd", 1));
         assert_eq!(evs[1].comm, "cc1");
@@ -1038,8 +1038,7 @@ mod tests {
     #[test]
     fn perf_script_samples_end_at_blank_and_at_next_header() {
         let text = "sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n                       0 [unknown] ([unknown])\n\nsched-messaging    3408 [005]  7152.904036: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].callchain.len(), 2);
         assert_eq!(evs[0].callchain[1].addr, 0);
@@ -1051,8 +1050,7 @@ mod tests {
     #[test]
     fn perf_script_comment_header_block_skipped() {
         let text = "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\nnoploop 21796 [001] 1410597.984841: instructions: \n\t             993 main (/root/noploop)\n\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].line, 5);
         assert_eq!(
