@@ -102,3 +102,40 @@ pub trait EventRead {
     /// Malformed lines skipped so far (lenient mode).
     fn diagnostics(&self) -> &crate::Diagnostics;
 }
+
+/// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be
+/// taken for either), for the sniffers' tests: each format's `sniff` accepts its own lines and
+/// rejects the others'.
+#[cfg(test)]
+pub(crate) mod sample_lines {
+    /// Raw ftrace (`trace`, `trace_pipe`) and `trace-cmd report`.
+    pub const FTRACE: &[&str] = &[
+        "# tracer: nop",
+        "# entries-in-buffer/entries-written: 128/128   #P:4",
+        "cpus=8",
+        "version = 6",
+        "          <idle>-0     [000] d..2  1136.097253: cpu_idle: state=0 cpu_id=0",
+        "           <...>-882   (  882) [003] .... 10852.771186: event: x",
+        "    bash-14587     1...1. 533074110us : contention_begin: 00000000f4ba7c5b (flags=SPIN|MUTEX)",
+        "             cat-117     [002] ...1.     1.602243: __bio_try_merge_page <-bio_add_page",
+        "           sleep-89142 [001] ...1. 162573.215752: function:             mutex_unlock",
+        "       <unknown>-200   (-----) [000] .... 0.090000: cpu_frequency_limits: x",
+    ];
+
+    /// `perf script` sample headers, with and without a time column.
+    pub const PERF_SCRIPT: &[&str] = &[
+        "dd 29776 666709.771979:   10101010 cpu-clock: ",
+        "sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)",
+        "            perf 12345 [001] 12345.678901: sched:sched_switch: prev_comm=perf",
+        "            perf 12345/12345 [001] 12345.678901:          1 cycles: ",
+        // no time column (old perf, `-F comm,tid,event`): known event names only
+        "java  3244 cpu-clock:",
+        "func_ab 15294 cpu-clock: ",
+        "java 19983 cycles:",
+        "lrufault 13199 lock:contention_begin: 0xffff888102abc698 (flags=SPIN)",
+    ];
+
+    /// A `perf lock contention` header.
+    pub const PERF_LOCK: &[&str] =
+        &[" contended   total wait     max wait     avg wait         type   caller"];
+}

@@ -217,9 +217,7 @@ impl<R: BufRead> Reader<R> {
     /// Wrap an input; nothing is read until [`Reader::next_event`].
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner)
-                .with_max_line_len(opts.max_line_len)
-                .with_line_offset(opts.line_offset),
+            lines: LineReader::with_options(inner, opts),
             st: State {
                 opts: opts.clone(),
                 header: Header::default(),
@@ -1945,29 +1943,14 @@ this is not a trace line
 
     #[test]
     fn sniff_lines() {
-        assert!(sniff("# tracer: nop"));
-        assert!(sniff("# entries-in-buffer/entries-written: 128/128   #P:4"));
-        assert!(sniff("cpus=8"));
-        assert!(sniff("version = 6"));
-        assert!(sniff(
-            "          <idle>-0     [000] d..2  1136.097253: cpu_idle: state=0 cpu_id=0"
-        ));
-        assert!(sniff(
-            "           <...>-882   (  882) [003] .... 10852.771186: event: x"
-        ));
-        assert!(sniff("    bash-14587     1...1. 533074110us : contention_begin: 00000000f4ba7c5b (flags=SPIN|MUTEX)"));
-        assert!(!sniff("#"));
-        assert!(!sniff("CPU 3 is empty"));
-        assert!(!sniff(
-            "            perf 12345 [001] 12345.678901: sched:sched_switch: prev_comm=perf"
-        ));
-        assert!(!sniff(
-            "            perf 12345/12345 [001] 12345.678901:          1 cycles: "
-        ));
-        assert!(!sniff(
-            " contended   total wait     max wait     avg wait         type   caller"
-        ));
-        assert!(!sniff("some = 000, other = 0x4"));
+        use crate::event::sample_lines::{FTRACE, PERF_LOCK, PERF_SCRIPT};
+        for line in FTRACE {
+            assert!(sniff(line), "{line}");
+        }
+        let not_ftrace = ["#", "CPU 3 is empty", "some = 000, other = 0x4"];
+        for line in PERF_SCRIPT.iter().chain(PERF_LOCK).chain(&not_ftrace) {
+            assert!(!sniff(line), "{line}");
+        }
     }
 
     // ---- corpus ---------------------------------------------------------------------------

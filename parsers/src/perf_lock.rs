@@ -270,6 +270,9 @@ pub struct Footer {
 }
 
 /// One item of the stream.
+// Rows are nearly every item of a stream: boxing them to shrink the rare header and footer
+// would cost an allocation per row.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Item {
     /// A table starts.
@@ -383,9 +386,7 @@ impl<R: BufRead> Reader<R> {
     /// Start reading.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner)
-                .with_max_line_len(opts.max_line_len)
-                .with_line_offset(opts.line_offset),
+            lines: LineReader::with_options(inner, opts),
             lenient: opts.lenient,
             state: State::Outside,
             pending: None,
@@ -994,7 +995,7 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
     }
     let mut i = 0;
     for &c in &header.columns {
-        let tok = toks.get(i).ok_or_else(|| LineError::ColumnCount {
+        let tok = toks.get(i).ok_or(LineError::ColumnCount {
             expected: header.columns.len(),
             got: i,
             header_line: header.line,
@@ -1284,6 +1285,7 @@ fn parse_csv_footer(text: &str) -> Option<Footer> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -1490,8 +1492,10 @@ mod tests {
              \x20       19    811.74 ms    621.76";
         let err = parse_all(text.as_bytes(), &Options::default()).unwrap_err();
         assert_eq!(err.location().unwrap().line, 4);
-        let mut lenient = Options::default();
-        lenient.lenient = true;
+        let lenient = Options {
+            lenient: true,
+            ..Options::default()
+        };
         let p = parse_all(text.as_bytes(), &lenient).unwrap();
         assert_eq!(p.tables[0].rows.len(), 1);
         assert_eq!(p.diagnostics.skipped, 1);

@@ -113,9 +113,7 @@ impl<R: BufRead> Reader<R> {
     /// Wrap a reader of `perf script` text.
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
-            lines: LineReader::new(inner)
-                .with_max_line_len(opts.max_line_len)
-                .with_line_offset(opts.line_offset),
+            lines: LineReader::with_options(inner, opts),
             lenient: opts.lenient,
             diagnostics: Diagnostics::default(),
             pending: None,
@@ -667,6 +665,13 @@ mod tests {
         read_from(text.as_bytes(), lenient)
     }
 
+    /// The events of well-formed text, read strictly.
+    fn read_ok(text: &str) -> Vec<Event> {
+        let (evs, res, _) = read_all(text, false);
+        res.unwrap();
+        evs
+    }
+
     fn read_from<R: BufRead>(r: R, lenient: bool) -> (Vec<Event>, Result<(), Error>, Diagnostics) {
         let opts = Options {
             lenient,
@@ -706,8 +711,7 @@ mod tests {
 \t               0 [unknown] ([unknown])\n\n\
       foliochurn  9933 [000]  9123.032021033:         kmem:mm_page_alloc: page=0x509a22 pfn=0x509a22 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP ffffffff8161f78b __alloc_frozen_pages_noprof+0x26b ([kernel.kallsyms])\n\
  sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 3);
         assert_eq!(
             evs[0].payload,
@@ -902,8 +906,7 @@ mod tests {
     #[test]
     fn perf_script_no_callchain_ip_on_header_line_is_one_frame() {
         let text = "           false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n           false 39654 19115.489719:          1 cycles:      7fa68b1f2d84 _dl_start+0x4 (/usr/lib/ld-2.31.so)\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].name, "cycles:u");
         assert_eq!(
@@ -933,8 +936,7 @@ mod tests {
     #[test]
     fn perf_script_no_callchain_cut_dso_stays_payload() {
         let line = "    NetworkManager    3452 [005] 1540823.805301:    1558782 cycles:P:      7fa957737748 g_bit_lock+0x58 (/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0.7400.5>";
-        let (evs, res, _) = read_all(line, false);
-        res.unwrap();
+        let evs = read_ok(line);
         assert_eq!(evs[0].comm, "NetworkManager");
         assert!(evs[0].callchain.is_empty());
         assert!(evs[0].payload.ends_with("0.7400.5>"));
@@ -1025,11 +1027,7 @@ mod tests {
     #[test]
     fn perf_script_hex_comm_header_is_not_a_frame() {
         // `dd` and `cc1` are hex: the header shapes win over the frame shape.
-        let (evs, res, _) = read_all(
-            "dd 29776 cpu-clock:\n\tffffffff81000000 x ([kernel.kallsyms])\n\ncc1 5 [001] 1.000001: lock:contention_begin: 0xffff (flags=SPIN)\n",
-            false,
-        );
-        res.unwrap();
+        let evs = read_ok("dd 29776 cpu-clock:\n\tffffffff81000000 x ([kernel.kallsyms])\n\ncc1 5 [001] 1.000001: lock:contention_begin: 0xffff (flags=SPIN)\n");
         assert_eq!(evs.len(), 2);
         assert_eq!((evs[0].comm.as_str(), evs[0].callchain.len()), ("dd", 1));
         assert_eq!(evs[1].comm, "cc1");
@@ -1039,8 +1037,7 @@ mod tests {
     #[test]
     fn perf_script_samples_end_at_blank_and_at_next_header() {
         let text = "sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n                       0 [unknown] ([unknown])\n\nsched-messaging    3408 [005]  7152.904036: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)\n        c0000000001e926c __traceiter_contention_begin+0x6c ([kernel.kallsyms])\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].callchain.len(), 2);
         assert_eq!(evs[0].callchain[1].addr, 0);
@@ -1052,8 +1049,7 @@ mod tests {
     #[test]
     fn perf_script_comment_header_block_skipped() {
         let text = "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\nnoploop 21796 [001] 1410597.984841: instructions: \n\t             993 main (/root/noploop)\n\n";
-        let (evs, res, _) = read_all(text, false);
-        res.unwrap();
+        let evs = read_ok(text);
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].line, 5);
         assert_eq!(
@@ -1142,33 +1138,20 @@ mod tests {
 
     #[test]
     fn perf_script_sniff_lines() {
-        assert!(sniff("dd 29776 666709.771979:   10101010 cpu-clock: "));
-        assert!(sniff("sched-messaging    3409 [001]  7152.904029: lock:contention_begin: 0xc00000c80904ef00 (flags=SPIN)"));
-        // no time column (old perf, `-F comm,tid,event`): known event names only
-        assert!(sniff("java  3244 cpu-clock:"));
-        assert!(sniff("func_ab 15294 cpu-clock: "));
-        assert!(sniff("java 19983 cycles:"));
-        assert!(sniff(
-            "lrufault 13199 lock:contention_begin: 0xffff888102abc698 (flags=SPIN)"
-        ));
-        assert!(!sniff("java  3244 cpu-clock: some prose"));
-        assert!(!sniff("Version 5 notes:"));
+        use crate::event::sample_lines::{FTRACE, PERF_LOCK, PERF_SCRIPT};
+        for line in PERF_SCRIPT {
+            assert!(sniff(line), "{line}");
+        }
+        let not_perf_script = [
+            "java  3244 cpu-clock: some prose",
+            "Version 5 notes:",
+            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)",
+            "# ========",
+        ];
+        for line in FTRACE.iter().chain(PERF_LOCK).chain(&not_perf_script) {
+            assert!(!sniff(line), "{line}");
+        }
         assert!(!starts_record("java  3244 cpu-clock:"));
-        assert!(!sniff(
-            "\t          414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)"
-        ));
-        assert!(!sniff("# ========"));
-        // ftrace and trace-cmd lines are not perf script
-        assert!(!sniff("             cat-117     [002] ...1.     1.602243: __bio_try_merge_page <-bio_add_page"));
-        assert!(!sniff(
-            "           sleep-89142 [001] ...1. 162573.215752: function:             mutex_unlock"
-        ));
-        assert!(!sniff(
-            "       <unknown>-200   (-----) [000] .... 0.090000: cpu_frequency_limits: x"
-        ));
-        assert!(!sniff(
-            " contended   total wait     max wait     avg wait         type   caller"
-        ));
     }
 
     // ---- whole files: the corpus and own fixtures ----
@@ -1976,48 +1959,16 @@ mod tests {
         assert!(evs.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
     }
 
-    /// Mutated real input (bytes deleted, inserted, lines cut) must never panic, in either
-    /// mode. Deterministic: a fixed xorshift seed.
+    /// Mutated real input never panics, in either mode.
     #[test]
     fn perf_script_mutated_input_never_panics() {
         let base = std::fs::read(fixtures_dir().join("lrufault-lock-lru-kmem-g.txt")).unwrap();
-        let alphabet: &[u8] = b" \t\n|-%()[]:./0123456789abcdef#x\xff\xc3\xa9";
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for _ in 0..300 {
-            let start = (next() as usize) % base.len();
-            let len = (next() as usize) % 4000;
-            let mut buf = base[start..(start + len).min(base.len())].to_vec();
-            for _ in 0..(next() % 20) {
-                if buf.is_empty() {
-                    break;
-                }
-                let at = (next() as usize) % buf.len();
-                if next() % 2 == 0 {
-                    buf.remove(at);
-                } else {
-                    buf.insert(at, alphabet[(next() as usize) % alphabet.len()]);
-                }
-            }
-            for lenient in [false, true] {
-                let opts = Options {
-                    lenient,
-                    max_line_len: 300,
-                    ..Options::default()
-                };
-                let mut r = Reader::new(&buf[..], &opts);
-                let mut n = 0;
-                while let Ok(Some(_)) = r.next_event() {
-                    n += 1;
-                    assert!(n <= buf.len());
-                }
-            }
-        }
+        crate::lines::testing::mutations_never_panic(&base, |buf, opts| {
+            let mut r = Reader::new(buf, opts);
+            std::iter::from_fn(|| r.next_event().ok().flatten())
+                .take(buf.len() + 1)
+                .count()
+        });
     }
 
     #[test]

@@ -9,9 +9,10 @@
 
 use std::collections::HashMap;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::stat_row::StatRow;
+use super::stat_row::{StatRow, Value};
 
 /// How a pair of rows was matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,68 +26,125 @@ pub enum MatchedBy {
     UnnamedRank,
 }
 
-/// One matched pair.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+impl MatchedBy {
+    /// The name in CSV and JSON (`key`, `key_rank`, `unnamed_rank`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchedBy::Key => "key",
+            MatchedBy::KeyRank => "key_rank",
+            MatchedBy::UnnamedRank => "unnamed_rank",
+        }
+    }
+}
+
+/// One matched pair: the two rows as read and how they were paired; what changed (deltas,
+/// ratios) is computed from them.
+#[derive(Debug, Clone, PartialEq)]
 pub struct DiffRow {
-    /// Lock name (report tables).
-    pub name: Option<String>,
-    /// Caller (contention tables).
-    pub caller: Option<String>,
-    /// Lock type.
-    #[serde(rename = "type")]
-    pub lock_type: Option<String>,
-    /// Task name (`-t` tables).
-    pub comm: Option<String>,
-    /// Symbol (`-l` tables).
-    pub symbol: Option<String>,
-    /// Cgroup.
-    pub cgroup: Option<String>,
     /// The key shown to users.
     pub key: String,
     /// How the rows were paired.
     pub matched_by: MatchedBy,
     /// Rank among rows with the same key (1-based).
     pub rank: u32,
-    /// Line of the base row.
-    pub base_line: u64,
-    /// Line of the patched row.
-    pub patched_line: u64,
-    /// Base acquisitions.
-    pub base_acquired: Option<u64>,
-    /// Patched acquisitions.
-    pub patched_acquired: Option<u64>,
-    /// Base contended.
-    pub base_contended: Option<u64>,
-    /// Patched contended.
-    pub patched_contended: Option<u64>,
-    /// Base total wait, ns.
-    pub base_total_wait_ns: Option<u64>,
-    /// Patched total wait, ns.
-    pub patched_total_wait_ns: Option<u64>,
-    /// Base average wait, ns.
-    pub base_avg_wait_ns: Option<u64>,
-    /// Patched average wait, ns.
-    pub patched_avg_wait_ns: Option<u64>,
-    /// Base max wait, ns.
-    pub base_max_wait_ns: Option<u64>,
-    /// Patched max wait, ns.
-    pub patched_max_wait_ns: Option<u64>,
-    /// Base min wait, ns (for perf's `report` layout in `--format text`).
-    pub base_min_wait_ns: Option<u64>,
-    /// Patched min wait, ns.
-    pub patched_min_wait_ns: Option<u64>,
+    /// The base row.
+    pub base: StatRow,
+    /// The patched row.
+    pub patched: StatRow,
+}
+
+impl DiffRow {
+    /// The lock name: the base row's, or the patched row's when the base row has none.
+    pub fn name(&self) -> Option<&String> {
+        self.base.name.as_ref().or(self.patched.name.as_ref())
+    }
+
     /// patched - base contended.
-    pub delta_contended: Option<i128>,
+    pub fn delta_contended(&self) -> Option<i128> {
+        delta(self.base.contended, self.patched.contended)
+    }
+
     /// patched - base total wait, ns.
-    pub delta_total_wait_ns: Option<i128>,
+    pub fn delta_total_wait_ns(&self) -> Option<i128> {
+        delta(self.base.total_wait_ns, self.patched.total_wait_ns)
+    }
+
     /// base / patched contended.
-    pub ratio_contended: Option<f64>,
+    pub fn ratio_contended(&self) -> Option<f64> {
+        ratio(self.base.contended, self.patched.contended)
+    }
+
     /// base / patched total wait.
-    pub ratio_total_wait: Option<f64>,
-    /// Range of `ratio_total_wait` allowed by the printed precision of both values.
-    pub ratio_total_wait_range: Option<(f64, f64)>,
+    pub fn ratio_total_wait(&self) -> Option<f64> {
+        ratio(self.base.total_wait_ns, self.patched.total_wait_ns)
+    }
+
+    /// Range of [`DiffRow::ratio_total_wait`] allowed by the printed precision of both values.
+    pub fn ratio_total_wait_range(&self) -> Option<(f64, f64)> {
+        let (b, p) = (&self.base, &self.patched);
+        let (bv, pv) = (b.total_wait_ns?, p.total_wait_ns?);
+        let be = b.total_wait_err_ns.unwrap_or(0);
+        let pe = p.total_wait_err_ns.unwrap_or(0);
+        let lo = bv.saturating_sub(be) as f64 / (pv + pe).max(1) as f64;
+        let hi = (bv + be) as f64 / pv.saturating_sub(pe).max(1) as f64;
+        Some((lo, hi))
+    }
+
     /// The total-wait difference is within the rounding of the printed values.
-    pub total_wait_within_rounding: bool,
+    pub fn total_wait_within_rounding(&self) -> bool {
+        let (b, p) = (&self.base, &self.patched);
+        match (b.total_wait_ns, p.total_wait_ns) {
+            (Some(bv), Some(pv)) => {
+                bv.abs_diff(pv)
+                    <= b.total_wait_err_ns.unwrap_or(0) + p.total_wait_err_ns.unwrap_or(0)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The values `diff --json` prints for each side, in its order, as `base_X` and `patched_X`.
+const SIDE_FIELDS: [(&str, Value); 7] = [
+    ("line", |r| Some(r.line)),
+    ("acquired", |r| r.acquired),
+    ("contended", |r| r.contended),
+    ("total_wait_ns", |r| r.total_wait_ns),
+    ("avg_wait_ns", |r| r.avg_wait_ns),
+    ("max_wait_ns", |r| r.max_wait_ns),
+    ("min_wait_ns", |r| r.min_wait_ns),
+];
+
+/// A pair in JSON is one flat object, as `diff --json` has always printed it: the base row's
+/// identity (with [`DiffRow::name`]), how it was matched, each side's values as `base_X` /
+/// `patched_X` next to each other, then the changes.
+impl Serialize for DiffRow {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let b = &self.base;
+        let mut m = ser.serialize_map(None)?;
+        m.serialize_entry("name", &self.name())?;
+        m.serialize_entry("caller", &b.caller)?;
+        m.serialize_entry("type", &b.lock_type)?;
+        m.serialize_entry("comm", &b.comm)?;
+        m.serialize_entry("symbol", &b.symbol)?;
+        m.serialize_entry("cgroup", &b.cgroup)?;
+        m.serialize_entry("key", &self.key)?;
+        m.serialize_entry("matched_by", &self.matched_by)?;
+        m.serialize_entry("rank", &self.rank)?;
+        for (field, value) in SIDE_FIELDS {
+            m.serialize_entry(&format!("base_{field}"), &value(b))?;
+            m.serialize_entry(&format!("patched_{field}"), &value(&self.patched))?;
+        }
+        m.serialize_entry("delta_contended", &self.delta_contended())?;
+        m.serialize_entry("delta_total_wait_ns", &self.delta_total_wait_ns())?;
+        m.serialize_entry("ratio_contended", &self.ratio_contended())?;
+        m.serialize_entry("ratio_total_wait", &self.ratio_total_wait())?;
+        m.serialize_entry("ratio_total_wait_range", &self.ratio_total_wait_range())?;
+        m.serialize_entry(
+            "total_wait_within_rounding",
+            &self.total_wait_within_rounding(),
+        )?;
+        m.end()
+    }
 }
 
 /// The comparison.
@@ -141,56 +199,6 @@ fn delta(b: Option<u64>, p: Option<u64>) -> Option<i128> {
     Some(i128::from(p?) - i128::from(b?))
 }
 
-fn pair(b: &StatRow, p: &StatRow, key: String, matched_by: MatchedBy, rank: u32) -> DiffRow {
-    let range = match (b.total_wait_ns, p.total_wait_ns) {
-        (Some(bv), Some(pv)) => {
-            let be = b.total_wait_err_ns.unwrap_or(0);
-            let pe = p.total_wait_err_ns.unwrap_or(0);
-            let lo = bv.saturating_sub(be) as f64 / (pv + pe).max(1) as f64;
-            let hi = (bv + be) as f64 / pv.saturating_sub(pe).max(1) as f64;
-            Some((lo, hi))
-        }
-        _ => None,
-    };
-    let within = match (b.total_wait_ns, p.total_wait_ns) {
-        (Some(bv), Some(pv)) => {
-            bv.abs_diff(pv) <= b.total_wait_err_ns.unwrap_or(0) + p.total_wait_err_ns.unwrap_or(0)
-        }
-        _ => false,
-    };
-    DiffRow {
-        name: b.name.clone().or_else(|| p.name.clone()),
-        caller: b.caller.clone(),
-        lock_type: b.lock_type.clone(),
-        comm: b.comm.clone(),
-        symbol: b.symbol.clone(),
-        cgroup: b.cgroup.clone(),
-        key,
-        matched_by,
-        rank,
-        base_line: b.line,
-        patched_line: p.line,
-        base_acquired: b.acquired,
-        patched_acquired: p.acquired,
-        base_contended: b.contended,
-        patched_contended: p.contended,
-        base_total_wait_ns: b.total_wait_ns,
-        patched_total_wait_ns: p.total_wait_ns,
-        base_avg_wait_ns: b.avg_wait_ns,
-        patched_avg_wait_ns: p.avg_wait_ns,
-        base_max_wait_ns: b.max_wait_ns,
-        patched_max_wait_ns: p.max_wait_ns,
-        base_min_wait_ns: b.min_wait_ns,
-        patched_min_wait_ns: p.min_wait_ns,
-        delta_contended: delta(b.contended, p.contended),
-        delta_total_wait_ns: delta(b.total_wait_ns, p.total_wait_ns),
-        ratio_contended: ratio(b.contended, p.contended),
-        ratio_total_wait: ratio(b.total_wait_ns, p.total_wait_ns),
-        ratio_total_wait_range: range,
-        total_wait_within_rounding: within,
-    }
-}
-
 fn sum(rows: &[StatRow], source: &str) -> StatRow {
     let add = |f: fn(&StatRow) -> Option<u64>| -> Option<u64> {
         let vals: Vec<u64> = rows.iter().filter_map(f).collect();
@@ -199,24 +207,15 @@ fn sum(rows: &[StatRow], source: &str) -> StatRow {
     StatRow {
         source: source.to_string(),
         block: rows.first().map_or(0, |r| r.block),
-        label: None,
-        line: 0,
         kind: "total".to_string(),
         name: Some("total".to_string()),
-        caller: None,
-        lock_type: None,
-        pid: None,
-        comm: None,
-        address: None,
-        symbol: None,
-        cgroup: None,
         acquired: add(|r| r.acquired),
         contended: add(|r| r.contended),
         total_wait_ns: add(|r| r.total_wait_ns),
         total_wait_err_ns: add(|r| r.total_wait_err_ns),
-        avg_wait_ns: None,
         max_wait_ns: rows.iter().filter_map(|r| r.max_wait_ns).max(),
         min_wait_ns: rows.iter().filter_map(|r| r.min_wait_ns).min(),
+        ..StatRow::default()
     }
 }
 
@@ -259,7 +258,13 @@ pub fn diff(base_name: &str, base: &[StatRow], patched_name: &str, patched: &[St
                     Some(k) if dup => (format!("{k} #{rank}"), MatchedBy::KeyRank),
                     Some(k) => (k.clone(), MatchedBy::Key),
                 };
-                rows.push(pair(b, p, shown, how, rank));
+                rows.push(DiffRow {
+                    key: shown,
+                    matched_by: how,
+                    rank,
+                    base: b.clone(),
+                    patched: p.clone(),
+                });
             }
             None => unmatched_base.push(b.clone()),
         }
@@ -271,13 +276,16 @@ pub fn diff(base_name: &str, base: &[StatRow], patched_name: &str, patched: &[St
         .map(|(r, _)| r.clone())
         .collect();
     rows.sort_by(|a, b| {
-        b.base_total_wait_ns
-            .cmp(&a.base_total_wait_ns)
-            .then(b.base_contended.cmp(&a.base_contended))
+        (b.base.total_wait_ns.cmp(&a.base.total_wait_ns))
+            .then(b.base.contended.cmp(&a.base.contended))
     });
-    let tb = sum(base, base_name);
-    let tp = sum(patched, patched_name);
-    let total = pair(&tb, &tp, "total".to_string(), MatchedBy::Key, 1);
+    let total = DiffRow {
+        key: "total".to_string(),
+        matched_by: MatchedBy::Key,
+        rank: 1,
+        base: sum(base, base_name),
+        patched: sum(patched, patched_name),
+    };
     Diff {
         base: base_name.to_string(),
         base_label: base.first().and_then(|r| r.label.clone()),

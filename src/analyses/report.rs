@@ -4,6 +4,7 @@
 use polars::prelude::*;
 use serde::Serialize;
 
+use super::stat_row::{self, StatRow};
 use crate::error::{Error, Result};
 use crate::frames::schema::lock_stats as c;
 use crate::frames::{strs, u32s, u64s};
@@ -74,28 +75,17 @@ impl Default for Options {
     }
 }
 
-/// One summary row.
+/// One summary row: a group of the table's rows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryRow {
     /// The group key (lock name, caller, comm or type).
     pub key: String,
     /// Rows of the input merged into this one.
     pub rows: u64,
-    /// Lock type when all merged rows agree.
-    #[serde(rename = "type")]
-    pub lock_type: Option<String>,
-    /// Acquisitions (report tables only).
-    pub acquired: Option<u64>,
-    /// Contended acquisitions.
-    pub contended: Option<u64>,
-    /// Total wait, ns.
-    pub total_wait_ns: Option<u64>,
-    /// Total wait / contended, ns.
-    pub avg_wait_ns: Option<u64>,
-    /// Largest wait, ns.
-    pub max_wait_ns: Option<u64>,
-    /// Smallest wait, ns.
-    pub min_wait_ns: Option<u64>,
+    /// The merged values: sums of counts and total wait (acquisitions only when the table has
+    /// them), total / contended as the average, the largest max and smallest min, and the lock
+    /// type when all merged rows agree.
+    pub merged: StatRow,
 }
 
 /// The summary of one input table.
@@ -117,6 +107,13 @@ pub struct TableSummary {
     pub total: SummaryRow,
     /// The top groups.
     pub top: Vec<SummaryRow>,
+}
+
+impl TableSummary {
+    /// Groups of the table beyond the `top` shown.
+    pub fn groups_not_shown(&self) -> u64 {
+        self.groups - self.top.len() as u64
+    }
 }
 
 const KEY: &str = "__key";
@@ -268,54 +265,45 @@ fn summarize_table(
     })
 }
 
+/// A count column of the aggregation (`len()`, `count()`: `UInt32` in polars) as u64s.
+fn counts(df: &DataFrame, name: &str, what: &str) -> Result<Vec<Option<u64>>> {
+    let n = df
+        .column(name)
+        .and_then(|c| c.cast(&DataType::UInt64))
+        .map_err(|e| Error::polars(what, e))?;
+    Ok(n.u64()
+        .map_err(|e| Error::polars(what, e))?
+        .iter()
+        .collect())
+}
+
 fn to_rows(df: &DataFrame, has_acquired: bool, keyed: bool) -> Result<Vec<SummaryRow>> {
     let keys = if keyed {
         strs(df, KEY)?
     } else {
         vec![None; df.height()]
     };
-    let n = df
-        .column(ROWS)
-        .and_then(|c| c.cast(&DataType::UInt64))
-        .map_err(|e| Error::polars("reading counts", e))?;
-    let n: Vec<Option<u64>> = n
-        .u64()
-        .map_err(|e| Error::polars("reading counts", e))?
-        .iter()
-        .collect();
-    let types_n = df
-        .column("__types")
-        .and_then(|c| c.cast(&DataType::UInt64))
-        .map_err(|e| Error::polars("reading types", e))?;
-    let types_n: Vec<Option<u64>> = types_n
-        .u64()
-        .map_err(|e| Error::polars("reading types", e))?
-        .iter()
-        .collect();
+    let n = counts(df, ROWS, "reading counts")?;
+    let types_n = counts(df, "__types", "reading types")?;
     let ty = strs(df, c::TYPE)?;
-    let acq = u64s(df, c::ACQUIRED)?;
-    let cont = u64s(df, c::CONTENDED)?;
-    let total = u64s(df, c::TOTAL_WAIT_NS)?;
-    let max = u64s(df, c::MAX_WAIT_NS)?;
-    let min = u64s(df, c::MIN_WAIT_NS)?;
-    Ok((0..df.height())
-        .map(|i| SummaryRow {
-            key: keys[i].clone().unwrap_or_default(),
-            rows: n[i].unwrap_or(0),
-            lock_type: if types_n[i] == Some(1) {
-                ty[i].clone()
-            } else {
-                None
-            },
-            acquired: if has_acquired { acq[i] } else { None },
-            contended: cont[i],
-            total_wait_ns: total[i],
-            avg_wait_ns: match (total[i], cont[i]) {
+    let mut merged = vec![StatRow::default(); df.height()];
+    stat_row::read_values(df, &mut merged)?;
+    Ok(merged
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut m)| {
+            // the type only when every merged row had the same one
+            m.lock_type = ty[i].clone().filter(|_| types_n[i] == Some(1));
+            m.acquired = m.acquired.filter(|_| has_acquired);
+            m.avg_wait_ns = match (m.total_wait_ns, m.contended) {
                 (Some(t), Some(c)) if c > 0 => Some(t / c),
                 _ => None,
-            },
-            max_wait_ns: max[i],
-            min_wait_ns: min[i],
+            };
+            SummaryRow {
+                key: keys[i].clone().unwrap_or_default(),
+                rows: n[i].unwrap_or(0),
+                merged: m,
+            }
         })
         .collect())
 }

@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::frames::schema::lock_stats as c;
 use crate::frames::{i64s, strs, u32s, u64s};
 
-/// One `lock_stats` row with the fields analyses use.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One `lock_stats` row with the fields analyses use (also a sum of rows: a diff's totals, a
+/// report's group).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StatRow {
     /// Input path.
     pub source: String,
@@ -53,6 +54,35 @@ pub struct StatRow {
     pub min_wait_ns: Option<u64>,
 }
 
+/// One of a row's counts or waits, picked out of it (`|r| r.contended`).
+pub type Value = fn(&StatRow) -> Option<u64>;
+
+/// The count and wait columns of `lock_stats`, and where each goes in a row.
+type ValueSlot = fn(&mut StatRow) -> &mut Option<u64>;
+const VALUE_COLUMNS: [(&str, ValueSlot); 7] = [
+    (c::ACQUIRED, |r| &mut r.acquired),
+    (c::CONTENDED, |r| &mut r.contended),
+    (c::TOTAL_WAIT_NS, |r| &mut r.total_wait_ns),
+    (c::TOTAL_WAIT_ERR_NS, |r| &mut r.total_wait_err_ns),
+    (c::AVG_WAIT_NS, |r| &mut r.avg_wait_ns),
+    (c::MAX_WAIT_NS, |r| &mut r.max_wait_ns),
+    (c::MIN_WAIT_NS, |r| &mut r.min_wait_ns),
+];
+
+/// Fill in the counts and waits of `rows` (one per row of `df`) from the value columns of
+/// `lock_stats` that `df` has: all of them in `lock_stats`, the aggregated ones in an
+/// aggregation of it (which keeps their names).
+pub fn read_values(df: &DataFrame, rows: &mut [StatRow]) -> Result<()> {
+    for (name, slot) in VALUE_COLUMNS {
+        if df.column(name).is_ok() {
+            for (r, v) in rows.iter_mut().zip(u64s(df, name)?) {
+                *slot(r) = v;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// All rows of a `lock_stats` frame, in frame order.
 pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {
     let source = strs(df, c::SOURCE)?;
@@ -68,14 +98,7 @@ pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {
     let address = strs(df, c::ADDRESS)?;
     let symbol = strs(df, c::SYMBOL)?;
     let cgroup = strs(df, c::CGROUP)?;
-    let acquired = u64s(df, c::ACQUIRED)?;
-    let contended = u64s(df, c::CONTENDED)?;
-    let total = u64s(df, c::TOTAL_WAIT_NS)?;
-    let total_err = u64s(df, c::TOTAL_WAIT_ERR_NS)?;
-    let avg = u64s(df, c::AVG_WAIT_NS)?;
-    let max = u64s(df, c::MAX_WAIT_NS)?;
-    let min = u64s(df, c::MIN_WAIT_NS)?;
-    Ok((0..df.height())
+    let mut rows: Vec<StatRow> = (0..df.height())
         .map(|i| StatRow {
             source: source[i].clone().unwrap_or_default(),
             block: block[i].unwrap_or(0),
@@ -90,13 +113,9 @@ pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {
             address: address[i].clone(),
             symbol: symbol[i].clone(),
             cgroup: cgroup[i].clone(),
-            acquired: acquired[i],
-            contended: contended[i],
-            total_wait_ns: total[i],
-            total_wait_err_ns: total_err[i],
-            avg_wait_ns: avg[i],
-            max_wait_ns: max[i],
-            min_wait_ns: min[i],
+            ..StatRow::default()
         })
-        .collect())
+        .collect();
+    read_values(df, &mut rows)?;
+    Ok(rows)
 }

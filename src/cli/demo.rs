@@ -207,8 +207,7 @@ fn whatif_demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<
 
 fn whatif_chart(r: &Report, path: &std::path::Path) -> Result<String, Error> {
     use lockcast::plots::{self, whatif::WhatIfChart};
-    let rows = r.rows.iter().map(plots::whatif::WhatIfRow::from).collect();
-    plots::save(&WhatIfChart::new(rows), path, None)?;
+    plots::save(&WhatIfChart::new(r.rows.clone()), path, None)?;
     Ok(path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

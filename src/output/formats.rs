@@ -8,7 +8,7 @@ use crate::analyses::report::{By, SummaryRow, TableSummary};
 use crate::units::{perf_time, ratio};
 
 use super::perf_text::{self, PerfRow};
-use super::sheet::{Cell, Column, Sheet};
+use super::sheet::{csv_field, field, Cell, Field, Sheet};
 use super::table::Align;
 
 /// Output formats of `report` and `diff`.
@@ -51,47 +51,40 @@ fn ratio_cell(r: Option<f64>) -> Cell {
     )
 }
 
-/// The columns of a report summary, as in the terminal table.
-fn summary_sheet(s: &TableSummary, with_total: bool) -> Sheet {
-    let has_acq = s.total.acquired.is_some();
-    let mut columns = vec![Column::new(s.by.field(), "key", Align::Left)];
-    if has_acq {
-        columns.push(Column::new("acquired", "acquired", Align::Right));
+/// A report table as a sheet (the terminal table and Markdown): the `top` rows, and the total
+/// when `with_total`; acquisitions only when the table has them, the type unless it is the key.
+pub(super) fn summary_sheet(s: &TableSummary, with_total: bool) -> Sheet {
+    use Align::{Left, Right};
+    let mut fields: Vec<Field<SummaryRow>> = vec![field(s.by.field(), "key", Left, |r| {
+        Cell::plain(r.key.clone())
+    })];
+    if s.total.merged.acquired.is_some() {
+        fields.push(field("acquired", "acquired", Right, |r| {
+            num(r.merged.acquired)
+        }));
     }
-    columns.extend([
-        Column::new("contended", "contended", Align::Right),
-        Column::new("total wait", "total_wait_ns", Align::Right),
-        Column::new("avg wait", "avg_wait_ns", Align::Right),
-        Column::new("max wait", "max_wait_ns", Align::Right),
-        Column::new("min wait", "min_wait_ns", Align::Right),
-        Column::new("rows", "rows", Align::Right),
-    ]);
+    let values: [Field<SummaryRow>; 6] = [
+        field("contended", "contended", Right, |r| num(r.merged.contended)),
+        field("total wait", "total_wait_ns", Right, |r| {
+            time(r.merged.total_wait_ns)
+        }),
+        field("avg wait", "avg_wait_ns", Right, |r| {
+            time(r.merged.avg_wait_ns)
+        }),
+        field("max wait", "max_wait_ns", Right, |r| {
+            time(r.merged.max_wait_ns)
+        }),
+        field("min wait", "min_wait_ns", Right, |r| {
+            time(r.merged.min_wait_ns)
+        }),
+        field("rows", "rows", Right, |r| Cell::plain(r.rows.to_string())),
+    ];
+    fields.extend(values);
     if s.by != By::Type {
-        columns.push(Column::new("type", "type", Align::Left));
+        fields.push(field("type", "type", Left, |r| opt(&r.merged.lock_type)));
     }
-    let row = |r: &SummaryRow| {
-        let mut cells = vec![Cell::plain(r.key.clone())];
-        if has_acq {
-            cells.push(num(r.acquired));
-        }
-        cells.extend([
-            num(r.contended),
-            time(r.total_wait_ns),
-            time(r.avg_wait_ns),
-            time(r.max_wait_ns),
-            time(r.min_wait_ns),
-            Cell::plain(r.rows.to_string()),
-        ]);
-        if s.by != By::Type {
-            cells.push(opt(&r.lock_type));
-        }
-        cells
-    };
-    let mut rows: Vec<Vec<Cell>> = s.top.iter().map(row).collect();
-    if with_total {
-        rows.push(row(&s.total));
-    }
-    Sheet { columns, rows }
+    let total = with_total.then_some(&s.total);
+    Sheet::of(&fields, s.top.iter().chain(total))
 }
 
 /// `source#block (label): N rows, G groups by FIELD`, the line above every report table.
@@ -116,70 +109,53 @@ pub fn report_markdown(summaries: &[TableSummary]) -> String {
     for s in summaries {
         out.push_str(&format!("**{}**\n\n", table_title(s).replace('|', "\\|")));
         out.push_str(&summary_sheet(s, true).markdown());
-        if s.groups > s.top.len() as u64 {
-            out.push_str(&format!(
-                "\n{} more group(s) not shown.\n",
-                s.groups - s.top.len() as u64
-            ));
+        let hidden = s.groups_not_shown();
+        if hidden > 0 {
+            out.push_str(&format!("\n{hidden} more group(s) not shown.\n"));
         }
         out.push('\n');
     }
     out
 }
 
+/// One line of the report's CSV: a row of a table (with its rank) or the table's total.
+struct CsvLine<'a> {
+    table: &'a TableSummary,
+    rank: Option<usize>,
+    row: &'a SummaryRow,
+}
+
 /// `report` as one CSV: every table's top rows and its total (`key` = `total`), with the
 /// table's source, block, label and grouping on each line; times in integer ns.
 pub fn report_csv(summaries: &[TableSummary]) -> String {
-    let columns = [
-        "source",
-        "block",
-        "label",
-        "by",
-        "rank",
-        "key",
-        "type",
-        "rows",
-        "acquired",
-        "contended",
-        "total_wait_ns",
-        "avg_wait_ns",
-        "max_wait_ns",
-        "min_wait_ns",
+    let fields: [Field<CsvLine>; 14] = [
+        csv_field("source", |l| Cell::plain(l.table.source.clone())),
+        csv_field("block", |l| Cell::plain(l.table.block.to_string())),
+        csv_field("label", |l| opt(&l.table.label)),
+        csv_field("by", |l| Cell::plain(l.table.by.field())),
+        csv_field("rank", |l| {
+            Cell::plain(l.rank.map(|r| r.to_string()).unwrap_or_default())
+        }),
+        csv_field("key", |l| Cell::plain(l.row.key.clone())),
+        csv_field("type", |l| opt(&l.row.merged.lock_type)),
+        csv_field("rows", |l| Cell::plain(l.row.rows.to_string())),
+        csv_field("acquired", |l| num(l.row.merged.acquired)),
+        csv_field("contended", |l| num(l.row.merged.contended)),
+        csv_field("total_wait_ns", |l| time(l.row.merged.total_wait_ns)),
+        csv_field("avg_wait_ns", |l| time(l.row.merged.avg_wait_ns)),
+        csv_field("max_wait_ns", |l| time(l.row.merged.max_wait_ns)),
+        csv_field("min_wait_ns", |l| time(l.row.merged.min_wait_ns)),
     ];
-    let mut sheet = Sheet {
-        columns: columns
-            .iter()
-            .map(|c| Column::new(c, c, Align::Left))
-            .collect(),
-        rows: Vec::new(),
-    };
-    for s in summaries {
-        let rows = s
-            .top
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (Some(i + 1), r))
-            .chain(std::iter::once((None, &s.total)));
-        for (rank, r) in rows {
-            sheet.rows.push(vec![
-                Cell::plain(s.source.clone()),
-                Cell::plain(s.block.to_string()),
-                opt(&s.label),
-                Cell::plain(s.by.field()),
-                Cell::plain(rank.map(|r| r.to_string()).unwrap_or_default()),
-                Cell::plain(r.key.clone()),
-                opt(&r.lock_type),
-                Cell::plain(r.rows.to_string()),
-                num(r.acquired),
-                num(r.contended),
-                time(r.total_wait_ns),
-                time(r.avg_wait_ns),
-                time(r.max_wait_ns),
-                time(r.min_wait_ns),
-            ]);
-        }
-    }
-    sheet.csv(true)
+    let lines: Vec<CsvLine> = summaries
+        .iter()
+        .flat_map(|table| {
+            let ranked = table.top.iter().enumerate().map(|(i, r)| (Some(i + 1), r));
+            ranked
+                .chain(std::iter::once((None, &table.total)))
+                .map(move |(rank, row)| CsvLine { table, rank, row })
+        })
+        .collect();
+    Sheet::of(&fields, &lines).csv(true)
 }
 
 fn tail_of(by: By) -> (&'static str, &'static str) {
@@ -207,26 +183,22 @@ pub fn report_text(summaries: &[TableSummary]) -> String {
                     .unwrap_or_else(|| format!("{}#{}:", s.source, s.block))
             ));
         }
+        let by_type = s.by == By::Type;
         let rows: Vec<PerfRow> = s
             .top
             .iter()
             .map(|r| PerfRow {
-                name: if s.by == By::Type {
+                name: if by_type {
                     String::new()
                 } else {
                     r.key.clone()
                 },
-                lock_type: if s.by == By::Type {
+                lock_type: if by_type {
                     r.key.clone()
                 } else {
-                    r.lock_type.clone().unwrap_or_default()
+                    r.merged.lock_type.clone().unwrap_or_default()
                 },
-                acquired: r.acquired,
-                contended: r.contended,
-                avg_wait_ns: r.avg_wait_ns,
-                total_wait_ns: r.total_wait_ns,
-                max_wait_ns: r.max_wait_ns,
-                min_wait_ns: r.min_wait_ns,
+                values: &r.merged,
             })
             .collect();
         out.push_str(&perf_text::layout(&rows, tail_of(s.by)));
@@ -242,42 +214,50 @@ fn match_text(d: &Diff, r: &DiffRow) -> String {
     }
 }
 
-/// `diff` as a sheet: the `top` matched rows and the total.
-fn diff_sheet(d: &Diff, top: usize) -> Sheet {
-    let columns = vec![
-        Column::new("lock", "key", Align::Left),
-        Column::new("contended base", "base_contended", Align::Right),
-        Column::new("patched", "patched_contended", Align::Right),
-        Column::new("ratio", "ratio_contended", Align::Right),
-        Column::new("total wait base", "base_total_wait_ns", Align::Right),
-        Column::new("patched", "patched_total_wait_ns", Align::Right),
-        Column::new("ratio", "ratio_total_wait", Align::Right),
-        Column::new("match", "matched_by", Align::Left),
+/// `diff` as a sheet (the terminal table and Markdown): the `top` matched rows and the total.
+pub(super) fn diff_sheet(d: &Diff, top: usize) -> Sheet {
+    use Align::{Left, Right};
+    let fields: [Field<(&Diff, &DiffRow)>; 8] = [
+        field("lock", "key", Left, |(_, r)| Cell::plain(r.key.clone())),
+        field("contended base", "base_contended", Right, |(_, r)| {
+            num(r.base.contended)
+        }),
+        field("patched", "patched_contended", Right, |(_, r)| {
+            num(r.patched.contended)
+        }),
+        field("ratio", "ratio_contended", Right, |(_, r)| {
+            ratio_cell(r.ratio_contended())
+        }),
+        field("total wait base", "base_total_wait_ns", Right, |(_, r)| {
+            time(r.base.total_wait_ns)
+        }),
+        field("patched", "patched_total_wait_ns", Right, |(_, r)| {
+            time(r.patched.total_wait_ns)
+        }),
+        field("ratio", "ratio_total_wait", Right, |(_, r)| {
+            let mut tw = ratio_cell(r.ratio_total_wait());
+            if r.total_wait_within_rounding() {
+                tw.text = format!("~{}", tw.text);
+            }
+            tw
+        }),
+        field("match", "matched_by", Left, |(d, r)| {
+            Cell::plain(match_text(d, r))
+        }),
     ];
-    let row = |r: &DiffRow, m: String| {
-        let mut tw = ratio_cell(r.ratio_total_wait);
-        if r.total_wait_within_rounding {
-            tw.text = format!("~{}", tw.text);
-        }
-        vec![
-            Cell::plain(r.key.clone()),
-            num(r.base_contended),
-            num(r.patched_contended),
-            ratio_cell(r.ratio_contended),
-            time(r.base_total_wait_ns),
-            time(r.patched_total_wait_ns),
-            tw,
-            Cell::plain(m),
-        ]
-    };
-    let mut rows: Vec<Vec<Cell>> = d
+    let rows: Vec<(&Diff, &DiffRow)> = d
         .rows
         .iter()
         .take(top)
-        .map(|r| row(r, match_text(d, r)))
+        .chain(std::iter::once(&d.total))
+        .map(|r| (d, r))
         .collect();
-    rows.push(row(&d.total, "all rows of each side".into()));
-    Sheet { columns, rows }
+    let mut sheet = Sheet::of(&fields, &rows);
+    // The total pairs all rows of each side, not two rows.
+    if let Some(m) = sheet.rows.last_mut().and_then(|r| r.last_mut()) {
+        *m = Cell::plain("all rows of each side");
+    }
+    sheet
 }
 
 fn side(name: &str, label: &Option<String>) -> String {
@@ -311,58 +291,31 @@ pub fn diff_markdown(d: &Diff, top: usize) -> String {
 /// ratio's range from the printed precision, and the unmatched row counts are not included
 /// (see `--format json`).
 pub fn diff_csv(d: &Diff) -> String {
-    let columns = [
-        "key",
-        "matched_by",
-        "rank",
-        "base_line",
-        "patched_line",
-        "base_acquired",
-        "patched_acquired",
-        "base_contended",
-        "patched_contended",
-        "ratio_contended",
-        "base_total_wait_ns",
-        "patched_total_wait_ns",
-        "ratio_total_wait",
-        "ratio_total_wait_low",
-        "ratio_total_wait_high",
-        "total_wait_within_rounding",
+    let fields: [Field<DiffRow>; 16] = [
+        csv_field("key", |r| Cell::plain(r.key.clone())),
+        csv_field("matched_by", |r| Cell::plain(r.matched_by.name())),
+        csv_field("rank", |r| Cell::plain(r.rank.to_string())),
+        csv_field("base_line", |r| Cell::plain(r.base.line.to_string())),
+        csv_field("patched_line", |r| Cell::plain(r.patched.line.to_string())),
+        csv_field("base_acquired", |r| num(r.base.acquired)),
+        csv_field("patched_acquired", |r| num(r.patched.acquired)),
+        csv_field("base_contended", |r| num(r.base.contended)),
+        csv_field("patched_contended", |r| num(r.patched.contended)),
+        csv_field("ratio_contended", |r| ratio_cell(r.ratio_contended())),
+        csv_field("base_total_wait_ns", |r| num(r.base.total_wait_ns)),
+        csv_field("patched_total_wait_ns", |r| num(r.patched.total_wait_ns)),
+        csv_field("ratio_total_wait", |r| ratio_cell(r.ratio_total_wait())),
+        csv_field("ratio_total_wait_low", |r| {
+            ratio_cell(r.ratio_total_wait_range().map(|x| x.0))
+        }),
+        csv_field("ratio_total_wait_high", |r| {
+            ratio_cell(r.ratio_total_wait_range().map(|x| x.1))
+        }),
+        csv_field("total_wait_within_rounding", |r| {
+            Cell::plain(r.total_wait_within_rounding().to_string())
+        }),
     ];
-    let mut sheet = Sheet {
-        columns: columns
-            .iter()
-            .map(|c| Column::new(c, c, Align::Left))
-            .collect(),
-        rows: Vec::new(),
-    };
-    for r in d.rows.iter().chain(std::iter::once(&d.total)) {
-        let by = match r.matched_by {
-            MatchedBy::Key => "key",
-            MatchedBy::KeyRank => "key_rank",
-            MatchedBy::UnnamedRank => "unnamed_rank",
-        };
-        let range = r.ratio_total_wait_range;
-        sheet.rows.push(vec![
-            Cell::plain(r.key.clone()),
-            Cell::plain(by),
-            Cell::plain(r.rank.to_string()),
-            Cell::plain(r.base_line.to_string()),
-            Cell::plain(r.patched_line.to_string()),
-            num(r.base_acquired),
-            num(r.patched_acquired),
-            num(r.base_contended),
-            num(r.patched_contended),
-            ratio_cell(r.ratio_contended),
-            num(r.base_total_wait_ns),
-            num(r.patched_total_wait_ns),
-            ratio_cell(r.ratio_total_wait),
-            ratio_cell(range.map(|x| x.0)),
-            ratio_cell(range.map(|x| x.1)),
-            Cell::plain(r.total_wait_within_rounding.to_string()),
-        ]);
-    }
-    sheet.csv(true)
+    Sheet::of(&fields, d.rows.iter().chain(std::iter::once(&d.total))).csv(true)
 }
 
 /// `diff` for a cover letter: the base and patched rows in perf lock's layout under
@@ -370,30 +323,23 @@ pub fn diff_csv(d: &Diff) -> String {
 /// metric with the totals and the reduction.
 pub fn diff_text(d: &Diff, top: usize) -> String {
     let rows: Vec<&DiffRow> = d.rows.iter().take(top).collect();
-    let contention = rows.iter().all(|r| r.base_acquired.is_none());
+    let contention = rows.iter().all(|r| r.base.acquired.is_none());
     let side_rows = |base: bool| -> Vec<PerfRow> {
         rows.iter()
-            .map(|r| {
-                let pick = |b: Option<u64>, p: Option<u64>| if base { b } else { p };
-                PerfRow {
-                    name: if contention {
-                        r.caller
-                            .clone()
-                            .or_else(|| r.symbol.clone())
-                            .or_else(|| r.comm.clone())
-                            .unwrap_or_else(|| r.key.clone())
-                    } else {
-                        // perf prints blank names as blanks; keep them blank
-                        r.name.clone().unwrap_or_default()
-                    },
-                    lock_type: r.lock_type.clone().unwrap_or_default(),
-                    acquired: pick(r.base_acquired, r.patched_acquired),
-                    contended: pick(r.base_contended, r.patched_contended),
-                    avg_wait_ns: pick(r.base_avg_wait_ns, r.patched_avg_wait_ns),
-                    total_wait_ns: pick(r.base_total_wait_ns, r.patched_total_wait_ns),
-                    max_wait_ns: pick(r.base_max_wait_ns, r.patched_max_wait_ns),
-                    min_wait_ns: pick(r.base_min_wait_ns, r.patched_min_wait_ns),
-                }
+            .map(|r| PerfRow {
+                name: if contention {
+                    let b = &r.base;
+                    b.caller
+                        .clone()
+                        .or_else(|| b.symbol.clone())
+                        .or_else(|| b.comm.clone())
+                        .unwrap_or_else(|| r.key.clone())
+                } else {
+                    // perf prints blank names as blanks; keep them blank
+                    r.name().cloned().unwrap_or_default()
+                },
+                lock_type: r.base.lock_type.clone().unwrap_or_default(),
+                values: if base { &r.base } else { &r.patched },
             })
             .collect()
     };
@@ -420,12 +366,12 @@ pub fn diff_text(d: &Diff, top: usize) -> String {
     let opt_t = |v: Option<u64>| v.map_or_else(|| "-".to_string(), perf_time);
     s.push_str(&format!(
         "\ncontended:  {} -> {} (base / patched = {})\ntotal wait: {} -> {} (base / patched = {})\n",
-        opt_n(t.base_contended),
-        opt_n(t.patched_contended),
-        ratio(t.ratio_contended),
-        opt_t(t.base_total_wait_ns),
-        opt_t(t.patched_total_wait_ns),
-        ratio(t.ratio_total_wait),
+        opt_n(t.base.contended),
+        opt_n(t.patched.contended),
+        ratio(t.ratio_contended()),
+        opt_t(t.base.total_wait_ns),
+        opt_t(t.patched.total_wait_ns),
+        ratio(t.ratio_total_wait()),
     ));
     if d.rows.len() > top {
         s.push_str(&format!(

@@ -4,47 +4,18 @@
 //! layout (`%10` contended, 12-wide times, then `  %10s   %s` type and caller) otherwise.
 //! Trailing spaces are perf's: every cell is followed by one space.
 
-/// One row in perf's terms.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PerfRow {
+use crate::analyses::stat_row::StatRow;
+use crate::units::perf_time_cell;
+
+/// One row in perf's terms: the names perf prints, and the row's values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfRow<'a> {
     /// `Name` (report layout) or caller / symbol / comm (contention layout).
     pub name: String,
     /// Lock type (`spinlock`, `rwsem:R`), contention layout only.
     pub lock_type: String,
-    /// Acquisitions.
-    pub acquired: Option<u64>,
-    /// Contended acquisitions.
-    pub contended: Option<u64>,
-    /// Average wait, ns.
-    pub avg_wait_ns: Option<u64>,
-    /// Total wait, ns.
-    pub total_wait_ns: Option<u64>,
-    /// Maximum wait, ns.
-    pub max_wait_ns: Option<u64>,
-    /// Minimum wait, ns.
-    pub min_wait_ns: Option<u64>,
-}
-
-/// perf's `lock_stat_key_print_time(ns, 12)`: `%9.2f` and a 2-character unit (`s `, `m `,
-/// `h ` carry their trailing space), or `%9llu ns`. A missing value prints as `-`.
-pub fn time_cell(ns: Option<u64>) -> String {
-    const UNITS: [(f64, &str); 5] = [
-        (3_600e9, "h "),
-        (60e9, "m "),
-        (1e9, "s "),
-        (1e6, "ms"),
-        (1e3, "us"),
-    ];
-    let Some(ns) = ns else {
-        return format!("{:>12}", "-");
-    };
-    let v = ns as f64;
-    for (base, unit) in UNITS {
-        if v >= base {
-            return format!("{:>9.2} {unit}", v / base);
-        }
-    }
-    format!("{ns:>9} ns")
+    /// Counts and waits.
+    pub values: &'a StatRow,
 }
 
 fn count_cell(n: Option<u64>) -> String {
@@ -75,12 +46,12 @@ pub fn report_layout(rows: &[PerfRow]) -> String {
         s.push_str(&format!(
             "{} {} {} {} {} {} {} \n",
             name_cell(&r.name),
-            count_cell(r.acquired),
-            count_cell(r.contended),
-            time_cell(r.avg_wait_ns),
-            time_cell(r.total_wait_ns),
-            time_cell(r.max_wait_ns),
-            time_cell(r.min_wait_ns),
+            count_cell(r.values.acquired),
+            count_cell(r.values.contended),
+            perf_time_cell(r.values.avg_wait_ns),
+            perf_time_cell(r.values.total_wait_ns),
+            perf_time_cell(r.values.max_wait_ns),
+            perf_time_cell(r.values.min_wait_ns),
         ));
     }
     s
@@ -96,10 +67,10 @@ pub fn contention_layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
     for r in rows {
         s.push_str(&format!(
             "{} {} {} {}   {:>10}   {}\n",
-            count_cell(r.contended),
-            time_cell(r.total_wait_ns),
-            time_cell(r.max_wait_ns),
-            time_cell(r.avg_wait_ns),
+            count_cell(r.values.contended),
+            perf_time_cell(r.values.total_wait_ns),
+            perf_time_cell(r.values.max_wait_ns),
+            perf_time_cell(r.values.avg_wait_ns),
             r.lock_type,
             r.name
         ));
@@ -109,7 +80,7 @@ pub fn contention_layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
 
 /// The layout perf would have printed: `report` when the rows have acquisitions.
 pub fn layout(rows: &[PerfRow], tail: (&str, &str)) -> String {
-    if rows.iter().any(|r| r.acquired.is_some()) {
+    if rows.iter().any(|r| r.values.acquired.is_some()) {
         report_layout(rows)
     } else {
         contention_layout(rows, tail)
@@ -121,11 +92,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cells_match_perf_printf() {
-        assert_eq!(time_cell(Some(18_730_000)), "    18.73 ms");
-        assert_eq!(time_cell(Some(643_800_000_000)), "    10.73 m ");
-        assert_eq!(time_cell(Some(880)), "      880 ns");
-        assert_eq!(time_cell(Some(2_380_000_000)), "     2.38 s ");
+    fn names_are_cut_like_perf() {
         assert_eq!(name_cell("folio_batch_move..."), " folio_batch_move...");
         assert_eq!(
             name_cell("&sb->s_type->i_lock_key#23"),

@@ -27,6 +27,19 @@ impl Column {
     }
 }
 
+/// A column and how each of its cells is made from a row of type `T`.
+pub type Field<T> = (Column, fn(&T) -> Cell);
+
+/// A [`Field`]: the column (human title, CSV key, alignment) and its cell.
+pub fn field<T>(title: &str, key: &str, align: Align, cell: fn(&T) -> Cell) -> Field<T> {
+    (Column::new(title, key, align), cell)
+}
+
+/// A [`Field`] of a CSV-only sheet, where the title is the key.
+pub fn csv_field<T>(key: &str, cell: fn(&T) -> Cell) -> Field<T> {
+    field(key, key, Align::Left, cell)
+}
+
 /// One cell: what people read and what programs read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
@@ -65,6 +78,17 @@ pub struct Sheet {
 }
 
 impl Sheet {
+    /// One column per field and one row per item of `rows`.
+    pub fn of<'r, T: 'r>(fields: &[Field<T>], rows: impl IntoIterator<Item = &'r T>) -> Sheet {
+        Sheet {
+            columns: fields.iter().map(|f| f.0.clone()).collect(),
+            rows: rows
+                .into_iter()
+                .map(|r| fields.iter().map(|f| (f.1)(r)).collect())
+                .collect(),
+        }
+    }
+
     /// Aligned plain text (two spaces between columns, no trailing spaces).
     pub fn text(&self) -> String {
         let headers: Vec<(&str, Align)> = self

@@ -2,32 +2,14 @@
 //! contended count in one panel and total wait in the other, with the reduction ratio
 //! (base / patched, as in the A/B tables of mm cover letters) after each pair.
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-use serde::{Deserialize, Serialize};
-
-use super::bars::{Bars, Panel, Series};
-use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, BASE, PATCHED};
-use crate::analyses::diff::Diff;
+use super::bars::{AsBars, Bars, Panel, Series};
+use super::{tick_count, tick_value, TimeUnit, BASE, PATCHED};
+use crate::analyses::diff::{Diff, DiffRow};
+use crate::analyses::stat_row::Value;
 use crate::units::ratio;
 
-/// One lock or caller: base and patched values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AbRow {
-    /// Name shown on the left (lock name, `type caller`, comm, symbol).
-    pub key: String,
-    /// Base contended count.
-    pub base_contended: Option<u64>,
-    /// Patched contended count.
-    pub patched_contended: Option<u64>,
-    /// Base total wait, ns.
-    pub base_total_wait_ns: Option<u64>,
-    /// Patched total wait, ns.
-    pub patched_total_wait_ns: Option<u64>,
-}
-
 /// The A/B chart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AbChart {
     /// Title.
     pub title: String,
@@ -35,8 +17,8 @@ pub struct AbChart {
     pub base_label: String,
     /// Legend text of the patched series.
     pub patched_label: String,
-    /// Rows, top first.
-    pub rows: Vec<AbRow>,
+    /// The diff's rows, top first.
+    pub rows: Vec<DiffRow>,
 }
 
 impl AbChart {
@@ -56,23 +38,13 @@ impl AbChart {
             ),
             base_label: name(&d.base_label, &d.base, "base"),
             patched_label: name(&d.patched_label, &d.patched, "patched"),
-            rows: d
-                .rows
-                .iter()
-                .take(top)
-                .map(|r| AbRow {
-                    key: r.key.clone(),
-                    base_contended: r.base_contended,
-                    patched_contended: r.patched_contended,
-                    base_total_wait_ns: r.base_total_wait_ns,
-                    patched_total_wait_ns: r.patched_total_wait_ns,
-                })
-                .collect(),
+            rows: d.rows.iter().take(top).cloned().collect(),
         }
     }
+}
 
-    /// The figure as grouped bars.
-    pub fn bars(&self) -> Bars {
+impl AsBars for AbChart {
+    fn bars(&self) -> Bars {
         let ratio_of = |b: Option<u64>, p: Option<u64>| match (b, p) {
             (Some(b), Some(p)) if p > 0 => Some(ratio(Some(b as f64 / p as f64))),
             (Some(b), Some(0)) if b > 0 => Some("gone".to_string()),
@@ -81,14 +53,31 @@ impl AbChart {
         let max_wait = self
             .rows
             .iter()
-            .flat_map(|r| [r.base_total_wait_ns, r.patched_total_wait_ns])
+            .flat_map(|r| [r.base.total_wait_ns, r.patched.total_wait_ns])
             .flatten()
             .max()
             .unwrap_or(0);
         let unit = TimeUnit::for_max(max_wait as f64);
-        let f = |v: Option<u64>| v.map(|v| v as f64);
-        let t = |v: Option<u64>| v.map(|v| unit.of(v as f64));
-        let n = self.rows.len();
+        // One panel per metric: `get` reads it from a side's row, `scale` is the axis unit.
+        let panel = |axis: String, get: Value, scale: f64, tick: fn(f64) -> String| Panel {
+            axis,
+            values: self
+                .rows
+                .iter()
+                .map(|r| {
+                    [&r.base, &r.patched]
+                        .map(|side| get(side).map(|v| v as f64 / scale))
+                        .to_vec()
+                })
+                .collect(),
+            whiskers: vec![vec![]; self.rows.len()],
+            notes: self
+                .rows
+                .iter()
+                .map(|r| ratio_of(get(&r.base), get(&r.patched)))
+                .collect(),
+            tick,
+        };
         Bars {
             title: self.title.clone(),
             subtitle: Some("ratio = base / patched (higher = the patch removed more)".into()),
@@ -104,47 +93,19 @@ impl AbChart {
                 },
             ],
             panels: vec![
-                Panel {
-                    axis: "contended acquisitions (count)".into(),
-                    values: self
-                        .rows
-                        .iter()
-                        .map(|r| vec![f(r.base_contended), f(r.patched_contended)])
-                        .collect(),
-                    whiskers: vec![vec![]; n],
-                    notes: self
-                        .rows
-                        .iter()
-                        .map(|r| ratio_of(r.base_contended, r.patched_contended))
-                        .collect(),
-                    tick: tick_count,
-                },
-                Panel {
-                    axis: format!("total wait ({})", unit.name),
-                    values: self
-                        .rows
-                        .iter()
-                        .map(|r| vec![t(r.base_total_wait_ns), t(r.patched_total_wait_ns)])
-                        .collect(),
-                    whiskers: vec![vec![]; n],
-                    notes: self
-                        .rows
-                        .iter()
-                        .map(|r| ratio_of(r.base_total_wait_ns, r.patched_total_wait_ns))
-                        .collect(),
-                    tick: tick_value,
-                },
+                panel(
+                    "contended acquisitions (count)".into(),
+                    |r| r.contended,
+                    1.0,
+                    tick_count,
+                ),
+                panel(
+                    format!("total wait ({})", unit.name),
+                    |r| r.total_wait_ns,
+                    unit.ns,
+                    tick_value,
+                ),
             ],
         }
-    }
-}
-
-impl Chart for AbChart {
-    fn default_size(&self) -> (u32, u32) {
-        self.bars().default_size()
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        self.bars().draw(root)
     }
 }

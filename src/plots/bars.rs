@@ -9,7 +9,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{legend, DrawResult, FONT, INK, LABEL_PX, MUTED, TICK_PX, TITLE_PX};
+use super::{heading, Chart, DrawResult, HouseStyle, FONT, INK, TICK_PX};
 
 /// A vertical axis of `n` row slots, first row at the top, with one tick at the centre of each
 /// slot (row `i` is centred at `n - i - 0.5`), so tick labels can name the rows.
@@ -95,6 +95,23 @@ pub struct Bars {
     pub panels: Vec<Panel>,
 }
 
+/// A chart drawn as grouped bars (the A/B and what-if charts): it is a [`Chart`] through its
+/// [`Bars`].
+pub trait AsBars {
+    /// The figure as grouped bars.
+    fn bars(&self) -> Bars;
+}
+
+impl<T: AsBars> Chart for T {
+    fn default_size(&self) -> (u32, u32) {
+        self.bars().default_size()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        self.bars().draw(root)
+    }
+}
+
 /// Longest key shown in full; longer ones are cut with `…`.
 const KEY_CHARS: usize = 40;
 
@@ -108,22 +125,14 @@ impl Bars {
 
     /// Draw the figure.
     pub fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
-        let area = root.titled(&self.title, title_font)?;
-        let (top, area) = area.split_vertically(if self.subtitle.is_some() { 50 } else { 30 });
-        if let Some(sub) = &self.subtitle {
-            top.draw(&Text::new(
-                sub.clone(),
-                (12, 2),
-                (FONT, TICK_PX).into_font().color(&MUTED),
-            ))?;
-        }
         let entries: Vec<(String, RGBColor)> = self
             .series
             .iter()
             .map(|s| (s.label.clone(), s.color))
             .collect();
-        legend(&top, &entries)?;
+        let band = if self.subtitle.is_some() { 50 } else { 30 };
+        let note = self.subtitle.as_deref().map(|s| (s, 2));
+        let area = heading(root, &self.title, band, note, &entries)?;
 
         let keys: Vec<String> = self
             .keys
@@ -190,16 +199,13 @@ impl Bars {
         let x_fmt = move |v: &f64| tick(*v);
         chart
             .configure_mesh()
+            .house_style()
             .disable_y_mesh()
             .x_labels(6)
             .x_label_formatter(&x_fmt)
             .y_label_formatter(&key_of)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
-            .axis_desc_style((FONT, LABEL_PX).into_font().color(&INK))
             .x_desc(panel.axis.clone())
             .x_max_light_lines(2)
-            .light_line_style(RGBColor(240, 240, 240))
-            .bold_line_style(RGBColor(215, 215, 215))
             .draw()?;
 
         // Bars at most 26 px thick: with one or two groups a full band would be a slab.

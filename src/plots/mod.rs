@@ -20,6 +20,7 @@ pub mod whatif;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -191,6 +192,19 @@ impl TimeUnit {
     }
 }
 
+/// A tick on a log time axis, in the [`TimeUnit`] of its own value: `100 ns`, `1 µs`, `31.6 µs`
+/// reads as `32 µs`.
+pub fn short_time(ns: f64) -> String {
+    let unit = TimeUnit::for_max(ns);
+    let v = unit.of(ns);
+    let s = if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        tick_value((v * 10.0).round() / 10.0)
+    };
+    format!("{s} {}", unit.name)
+}
+
 /// A number for an axis tick: no trailing zeros, thousands as `k`/`M` for counts.
 pub fn tick_count(v: f64) -> String {
     let a = v.abs();
@@ -256,6 +270,43 @@ pub fn ellipsize(s: &str, max: usize) -> String {
     out
 }
 
+/// Draw `title` at the top of `root`, and in a band of `band_px` under it a line of
+/// explanation (`note`: the text and its distance from the band's top) and the legend of
+/// `entries`; returns the area below the band.
+pub fn heading<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    band_px: u32,
+    note: Option<(&str, i32)>,
+    entries: &[(String, RGBColor)],
+) -> std::result::Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
+    let area = root.titled(title, title_font)?;
+    let (band, rest) = area.split_vertically(band_px);
+    if let Some((text, y)) = note {
+        let font = (FONT, TICK_PX).into_font().color(&MUTED);
+        band.draw(&Text::new(text.to_string(), (12, y), font))?;
+    }
+    legend(&band, entries)?;
+    Ok(rest)
+}
+
+/// The look every chart's axes share: tick labels and axis descriptions in ink, light grey
+/// grid lines.
+pub trait HouseStyle {
+    /// Apply it (calls after this one override it).
+    fn house_style(&mut self) -> &mut Self;
+}
+
+impl<X: Ranged, Y: Ranged, DB: DrawingBackend> HouseStyle for MeshStyle<'_, '_, X, Y, DB> {
+    fn house_style(&mut self) -> &mut Self {
+        self.label_style((FONT, TICK_PX).into_font().color(&INK))
+            .axis_desc_style((FONT, LABEL_PX).into_font().color(&INK))
+            .light_line_style(RGBColor(240, 240, 240))
+            .bold_line_style(RGBColor(215, 215, 215))
+    }
+}
+
 /// Draw a legend box of coloured squares and labels in the top-right corner of `area`.
 pub fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -284,9 +335,22 @@ mod tests {
 
     #[test]
     fn time_unit_follows_the_largest_value() {
-        assert_eq!(TimeUnit::for_max(999.0).name, "ns");
-        assert_eq!(TimeUnit::for_max(18_730_000.0).name, "ms");
-        assert_eq!(TimeUnit::for_max(643.8e9).name, "s");
+        // ns, its unit, the log-axis tick of it
+        let cases = [
+            (100.0, "ns", "100 ns"),
+            (999.0, "ns", "999 ns"),
+            (1_000.0, "µs", "1 µs"),
+            (3_162.3, "µs", "3.2 µs"),
+            (31_623.0, "µs", "32 µs"),
+            (18_730_000.0, "ms", "19 ms"),
+            (643.8e9, "s", "644 s"),
+        ];
+        for (ns, unit, tick) in cases {
+            assert_eq!(
+                (TimeUnit::for_max(ns).name, short_time(ns)),
+                (unit, tick.into())
+            );
+        }
         assert_eq!(TimeUnit::for_max(1_000.0).of(2_500.0), 2.5);
     }
 

@@ -65,6 +65,10 @@ fn layout(
     (glyphs, caret, scaled.ascent() - scaled.descent())
 }
 
+/// Text is ours; every other primitive goes to the wrapped backend. Only the primitives
+/// plotters' bitmap backend draws its own way are forwarded: paths, circles and polygons use
+/// the trait's default rasterizer, which draws them through `draw_line` and `draw_pixel`, as
+/// the bitmap backend's own (default) versions do.
 impl<B: DrawingBackend> DrawingBackend for GlyphText<B> {
     type ErrorType = B::ErrorType;
 
@@ -105,32 +109,6 @@ impl<B: DrawingBackend> DrawingBackend for GlyphText<B> {
         fill: bool,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
         self.inner.draw_rect(upper_left, bottom_right, style, fill)
-    }
-
-    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        path: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_path(path, style)
-    }
-
-    fn draw_circle<S: BackendStyle>(
-        &mut self,
-        center: BackendCoord,
-        radius: u32,
-        style: &S,
-        fill: bool,
-    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_circle(center, radius, style, fill)
-    }
-
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        vert: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.fill_polygon(vert, style)
     }
 
     fn blit_bitmap(

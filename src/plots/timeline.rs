@@ -12,7 +12,7 @@ use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
 use super::bars::RowAxis;
-use super::{Chart, DrawResult, TimeUnit, BASE, FONT, INK, LABEL_PX, MUTED, TICK_PX, TITLE_PX};
+use super::{heading, Chart, DrawResult, HouseStyle, TimeUnit, BASE, FONT, TICK_PX};
 use crate::error::{Error, Result};
 use crate::frames::schema::contention as c;
 use crate::frames::{i64s, strs, u32s};
@@ -147,21 +147,15 @@ impl Chart for TimelineChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
-        let area = root.titled(&self.title, title_font)?;
-        let (top, area) = area.split_vertically(26);
+        let note = format!(
+            "{} traced waits; colour = share of each {} bin a CPU spent waiting",
+            self.waits,
+            crate::units::perf_time(self.bin_ns)
+        );
+        let area = heading(root, &self.title, 26, Some((&note, 2)), &[])?;
         let bins = self.waiting_ns.first().map_or(0, Vec::len);
         let total_ns = self.bin_ns * bins as u64;
         let unit = TimeUnit::for_max(total_ns as f64);
-        top.draw(&Text::new(
-            format!(
-                "{} traced waits; colour = share of each {} bin a CPU spent waiting",
-                self.waits,
-                crate::units::perf_time(self.bin_ns)
-            ),
-            (12, 2),
-            (FONT, TICK_PX).into_font().color(&MUTED),
-        ))?;
         let (_, h) = area.dim_in_pixel();
         let (heat_area, line_area) = area.split_vertically(h.saturating_sub(220));
         let (heat_area, bar_area) = {
@@ -197,12 +191,11 @@ impl Chart for TimelineChart {
             .build_cartesian_2d(0f64..x_end, axis)?;
         chart
             .configure_mesh()
+            .house_style()
             .disable_mesh()
             .x_labels(10)
             .x_label_formatter(&xfmt)
             .y_label_formatter(&row_label)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
-            .axis_desc_style((FONT, LABEL_PX).into_font().color(&INK))
             .x_desc(axis_desc.clone())
             .draw()?;
         let bin_u = unit.of(self.bin_ns as f64);
@@ -233,11 +226,11 @@ impl Chart for TimelineChart {
             .build_cartesian_2d(0f64..1.0, 0f64..top_share)?;
         let pct = |v: &f64| format!("{:.0}%", v * 100.0);
         cb.configure_mesh()
+            .house_style()
             .disable_mesh()
             .disable_x_axis()
             .y_labels(6)
             .y_label_formatter(&pct)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
             .draw()?;
         cb.draw_series((0..100).map(|i| {
             let y = f64::from(i) / 100.0;
@@ -261,17 +254,14 @@ impl Chart for TimelineChart {
             .build_cartesian_2d(0f64..x_end, 0f64..ymax)?;
         let yfmt = |v: &f64| super::tick_value(*v);
         lc.configure_mesh()
+            .house_style()
             .x_labels(10)
             .x_label_formatter(&xfmt)
             .y_labels(4)
             .y_label_formatter(&yfmt)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
-            .axis_desc_style((FONT, LABEL_PX).into_font().color(&INK))
             .x_desc(axis_desc)
             .y_desc("CPUs waiting")
             .max_light_lines(2)
-            .light_line_style(RGBColor(240, 240, 240))
-            .bold_line_style(RGBColor(215, 215, 215))
             .draw()?;
         let pts: Vec<(f64, f64)> = sums
             .iter()

@@ -8,8 +8,8 @@ use plotters::prelude::*;
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
-use super::{legend, Chart, DrawResult, BASE, FONT, INK, LABEL_PX, MUTED, PATCHED, TICK_PX};
-use super::{AFTER, TITLE_PX};
+use super::{heading, Chart, DrawResult, HouseStyle, AFTER, BASE, FONT, INK, LABEL_PX, MUTED};
+use super::{PATCHED, TICK_PX};
 use crate::error::{Error, Result};
 use crate::frames::schema::contention as c;
 use crate::frames::{i64s, strs};
@@ -39,25 +39,33 @@ pub struct WaitSet {
     pub waits: Vec<(String, u64)>,
 }
 
-impl WaitSet {
-    /// The waits of a `contention` frame, keyed by `key`.
-    pub fn from_contention(label: &str, df: &DataFrame, key: WaitKey) -> Result<WaitSet> {
-        let wait = i64s(df, c::WAIT_NS)?;
-        let lock = strs(df, c::LOCK)?;
-        let caller = strs(df, c::CALLER)?;
-        let ty = strs(df, c::TYPE)?;
-        let with_caller = caller.iter().filter(|x| x.is_some()).count();
-        let by_caller = match key {
-            WaitKey::Caller => true,
-            WaitKey::Lock => false,
-            WaitKey::Auto => with_caller * 2 > caller.len(),
-        };
-        if key == WaitKey::Caller && with_caller == 0 && !caller.is_empty() {
+impl WaitKey {
+    /// Whether waits are keyed by caller, given the trace's caller column (`Auto`: when most
+    /// waits have one). Callers of a trace without call chains are an error.
+    fn by_caller(self, label: &str, callers: &[Option<String>]) -> Result<bool> {
+        let with_caller = callers.iter().filter(|x| x.is_some()).count();
+        if self == WaitKey::Caller && with_caller == 0 && !callers.is_empty() {
             return Err(Error::Input(format!(
                 "{label}: the trace has no call chains, so waits have no caller; \
                  record with -g, or group by lock"
             )));
         }
+        Ok(match self {
+            WaitKey::Caller => true,
+            WaitKey::Lock => false,
+            WaitKey::Auto => with_caller * 2 > callers.len(),
+        })
+    }
+}
+
+impl WaitSet {
+    /// The waits of a `contention` frame, keyed by `key`.
+    pub fn from_contention(label: &str, df: &DataFrame, key: WaitKey) -> Result<WaitSet> {
+        let caller = strs(df, c::CALLER)?;
+        let by_caller = key.by_caller(label, &caller)?;
+        let lock = strs(df, c::LOCK)?;
+        let ty = strs(df, c::TYPE)?;
+        let wait = i64s(df, c::WAIT_NS)?;
         let waits = (0..df.height())
             .map(|i| {
                 let t = ty[i].as_deref().unwrap_or("");
@@ -221,7 +229,7 @@ impl WaitsChart {
             .x_label_area_size(40)
             .y_label_area_size(62)
             .build_cartesian_2d((lo..hi).log_scale(), 0f64..ymax)?;
-        let xfmt = |v: &f64| short_time(*v);
+        let xfmt = |v: &f64| super::short_time(*v);
         // Counts are whole numbers: no ticks between them.
         let yfmt = |v: &f64| {
             if v.fract().abs() < 1e-9 {
@@ -232,17 +240,16 @@ impl WaitsChart {
         };
         chart
             .configure_mesh()
+            .house_style()
+            // panels are small: axis descriptions one size up from ticks, not LABEL_PX
+            .axis_desc_style((FONT, TICK_PX + 1).into_font().color(&INK))
             .x_labels(8)
             .x_label_formatter(&xfmt)
             .y_labels((ymax as usize + 1).min(6))
             .y_label_formatter(&yfmt)
-            .label_style((FONT, TICK_PX).into_font().color(&INK))
-            .axis_desc_style((FONT, TICK_PX + 1).into_font().color(&INK))
             .x_desc("wait time (log scale)")
             .y_desc("waits (count)")
             .max_light_lines(2)
-            .light_line_style(RGBColor(240, 240, 240))
-            .bold_line_style(RGBColor(215, 215, 215))
             .draw()?;
         let m = p.counts.len().max(1) as f64;
         for (s, counts) in p.counts.iter().enumerate() {
@@ -267,25 +274,6 @@ fn color_of(i: usize) -> RGBColor {
     [BASE, PATCHED, AFTER].get(i).copied().unwrap_or(INK)
 }
 
-/// A tick on a log time axis: `100 ns`, `1 µs`, `31.6 µs`.
-pub fn short_time(ns: f64) -> String {
-    let (v, u) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "µs")
-    } else {
-        (ns, "ns")
-    };
-    let s = if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        super::tick_value((v * 10.0).round() / 10.0)
-    };
-    format!("{s} {u}")
-}
-
 impl Chart for WaitsChart {
     fn default_size(&self) -> (u32, u32) {
         let rows = self.panels.len().div_ceil(2).max(1) as u32;
@@ -294,23 +282,16 @@ impl Chart for WaitsChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
-        let area = root.titled(&self.title, title_font)?;
-        let (top, area) = area.split_vertically(34);
-        top.draw(&Text::new(
-            format!(
-                "{BINS_PER_DECADE} bins per decade of wait time; bars of one bin side by side per capture"
-            ),
-            (12, 4),
-            (FONT, TICK_PX).into_font().color(&MUTED),
-        ))?;
+        let note = format!(
+            "{BINS_PER_DECADE} bins per decade of wait time; bars of one bin side by side per capture"
+        );
         let entries: Vec<(String, RGBColor)> = self
             .labels
             .iter()
             .enumerate()
             .map(|(i, l)| (l.clone(), color_of(i)))
             .collect();
-        legend(&top, &entries)?;
+        let area = heading(root, &self.title, 34, Some((&note, 4)), &entries)?;
         let cols = if self.panels.len() > 1 { 2 } else { 1 };
         let rows = self.panels.len().div_ceil(cols).max(1);
         let cells = area.split_evenly((rows, cols));
@@ -345,13 +326,5 @@ mod tests {
         assert_eq!(ch.panels[1].stats[0], (3, 1_000, 3_700));
         let all: u64 = ch.panels.iter().flat_map(|p| p.counts[0].iter()).sum();
         assert_eq!(all, 4);
-    }
-
-    #[test]
-    fn log_ticks_read_as_times() {
-        assert_eq!(short_time(100.0), "100 ns");
-        assert_eq!(short_time(1_000.0), "1 µs");
-        assert_eq!(short_time(3_162.3), "3.2 µs");
-        assert_eq!(short_time(31_623.0), "32 µs");
     }
 }

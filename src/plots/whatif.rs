@@ -2,152 +2,26 @@
 //! interval, and (when given) what the changed kernel measured afterwards.
 //!
 //! The input is the what-if report ([`crate::whatif::report::Report`], the JSON of
-//! `lockcast whatif --json` and `validate --json`), read with the same type that wrote it;
-//! [`WhatIfRow`] is the chart's view of one of its rows.
+//! `lockcast whatif --json` and `validate --json`), read with the same type that wrote it; the
+//! chart holds the report's own [`Row`]s, so the two cannot disagree on what a number means.
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
-use super::bars::{Bars, Panel, Series};
-use super::{tick_count, tick_value, Chart, DrawResult, TimeUnit, AFTER, BASE, PATCHED};
+use super::bars::{AsBars, Bars, Panel, Series};
+use super::{tick_count, tick_value, TimeUnit, AFTER, BASE, PATCHED};
 use crate::error::{Error, Result};
 use crate::units::ratio;
 use crate::whatif::report::{Counts, Report, Row};
-
-/// Counts and wait of one lock in one setting (`None`: not known for this row).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Metrics {
-    /// Lock acquisitions.
-    pub acquisitions: Option<f64>,
-    /// Contended acquisitions.
-    pub contended: Option<f64>,
-    /// Total wait, ns.
-    pub total_wait_ns: Option<f64>,
-}
-
-impl From<&Counts> for Metrics {
-    fn from(c: &Counts) -> Self {
-        Metrics {
-            acquisitions: Some(c.acquisitions as f64),
-            contended: Some(c.contended as f64),
-            total_wait_ns: Some(c.total_wait_ns.as_f64()),
-        }
-    }
-}
-
-/// One end of a prediction interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Bound {
-    /// Contended acquisitions.
-    pub contended: Option<f64>,
-    /// Total wait, ns.
-    pub total_wait_ns: Option<f64>,
-}
-
-/// The prediction interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Interval {
-    /// Lower end.
-    pub low: Bound,
-    /// Upper end.
-    pub high: Bound,
-}
-
-/// One lock of the chart, from one row of a what-if [`Report`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct WhatIfRow {
-    /// Policy name.
-    pub policy: serde_json::Value,
-    /// Lock.
-    pub lock: String,
-    /// The baseline as measured.
-    pub measured: Metrics,
-    /// The baseline as replayed with no change (model fidelity).
-    pub replayed: Option<Metrics>,
-    /// The prediction under the policy.
-    pub predicted: Metrics,
-    /// replayed / predicted contended (the report's reduction factor).
-    pub ratio_contended: Option<f64>,
-    /// replayed / predicted total wait.
-    pub ratio_total_wait: Option<f64>,
-    /// Interval of the prediction.
-    pub interval: Option<Interval>,
-    /// Measured on the changed kernel, when known (`validate`).
-    pub after: Option<Metrics>,
-}
-
-impl From<&Row> for WhatIfRow {
-    fn from(r: &Row) -> Self {
-        let bound = |c: &Counts| Bound {
-            contended: Some(c.contended as f64),
-            total_wait_ns: Some(c.total_wait_ns.as_f64()),
-        };
-        WhatIfRow {
-            policy: serde_json::Value::String(r.policy.clone()),
-            lock: r.lock.clone(),
-            measured: Metrics::from(&r.measured),
-            replayed: Some(Metrics::from(&r.replayed)),
-            predicted: Metrics::from(&r.predicted),
-            ratio_contended: r.ratio_contended,
-            ratio_total_wait: r.ratio_total_wait,
-            interval: Some(Interval {
-                low: bound(&r.interval.low),
-                high: bound(&r.interval.high),
-            }),
-            after: r.after.as_ref().map(Metrics::from),
-        }
-    }
-}
 
 /// The what-if chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WhatIfChart {
     /// Title (defaults to the policy).
     pub title: String,
-    /// Rows, top first.
-    pub rows: Vec<WhatIfRow>,
-}
-
-/// Text for a policy value: `"lru-cache"`, or `lru-cache (max_cached_pages=31, …)` for an
-/// object with a `name` and parameters.
-pub fn policy_text(v: &serde_json::Value) -> String {
-    use serde_json::Value as J;
-    match v {
-        J::String(s) => s.clone(),
-        J::Object(m) => {
-            let name = m
-                .get("name")
-                .or_else(|| m.get("policy"))
-                .and_then(J::as_str)
-                .unwrap_or("policy");
-            let params: Vec<String> = m
-                .iter()
-                .filter(|(k, _)| *k != "name" && *k != "policy")
-                .flat_map(|(k, v)| match v {
-                    J::Object(inner) => inner
-                        .iter()
-                        .map(|(ik, iv)| format!("{ik}={}", scalar(iv)))
-                        .collect::<Vec<_>>(),
-                    _ => vec![format!("{k}={}", scalar(v))],
-                })
-                .collect();
-            if params.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name} ({})", params.join(", "))
-            }
-        }
-        J::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-fn scalar(v: &serde_json::Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+    /// The report's rows, top first.
+    pub rows: Vec<Row>,
 }
 
 /// The rows of a what-if report (`lockcast whatif --json` / `validate --json`).
-pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<WhatIfRow>> {
+pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<Row>> {
     let report: Report = serde_json::from_str(text).map_err(|e| {
         Error::Input(format!(
             "{source}:{}:{}: expected the JSON report of `lockcast whatif --json`: {e}",
@@ -160,16 +34,13 @@ pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<WhatIfRow>> {
             "{source}: the what-if report has no rows"
         )));
     }
-    Ok(report.rows.iter().map(WhatIfRow::from).collect())
+    Ok(report.rows)
 }
 
 impl WhatIfChart {
     /// A chart of `rows` titled after their policy.
-    pub fn new(rows: Vec<WhatIfRow>) -> WhatIfChart {
-        let policy = rows
-            .first()
-            .map(|r| policy_text(&r.policy))
-            .unwrap_or_default();
+    pub fn new(rows: Vec<Row>) -> WhatIfChart {
+        let policy = rows.first().map(|r| r.policy.as_str()).unwrap_or_default();
         WhatIfChart {
             title: if policy.is_empty() {
                 "What-if: measured vs predicted contention".into()
@@ -179,22 +50,20 @@ impl WhatIfChart {
             rows,
         }
     }
+}
 
-    /// The figure as grouped bars.
-    pub fn bars(&self) -> Bars {
+impl AsBars for WhatIfChart {
+    fn bars(&self) -> Bars {
         let has_after = self.rows.iter().any(|r| r.after.is_some());
         let max_wait = self
             .rows
             .iter()
             .flat_map(|r| {
-                [
-                    r.measured.total_wait_ns,
-                    r.predicted.total_wait_ns,
-                    r.after.and_then(|a| a.total_wait_ns),
-                    r.interval.and_then(|i| i.high.total_wait_ns),
-                ]
+                [&r.measured, &r.predicted, &r.interval.high]
+                    .into_iter()
+                    .chain(&r.after)
+                    .map(|c| c.total_wait_ns.as_f64())
             })
-            .flatten()
             .fold(0.0f64, f64::max);
         let unit = TimeUnit::for_max(max_wait);
         let mut series = vec![
@@ -213,41 +82,36 @@ impl WhatIfChart {
                 color: AFTER,
             });
         }
+        // One panel per metric: `get` reads it from a row's counts (scaled to the axis unit),
+        // `given_ratio` is the report's own reduction factor for it.
         let panel = |axis: String,
-                     get: fn(&Metrics) -> Option<f64>,
-                     bound: fn(&Bound) -> Option<f64>,
-                     given_ratio: fn(&WhatIfRow) -> Option<f64>,
+                     get: fn(&Counts) -> f64,
+                     given_ratio: fn(&Row) -> Option<f64>,
                      scale: f64,
                      tick: fn(f64) -> String| {
+            let at = |c: &Counts| get(c) / scale;
             let values = self
                 .rows
                 .iter()
                 .map(|r| {
-                    let mut v = vec![get(&r.measured), get(&r.predicted)];
+                    let mut v = vec![Some(at(&r.measured)), Some(at(&r.predicted))];
                     if has_after {
-                        v.push(r.after.as_ref().and_then(get));
+                        v.push(r.after.as_ref().map(at));
                     }
-                    v.into_iter().map(|x| x.map(|x| x / scale)).collect()
+                    v
                 })
                 .collect();
             let whiskers = self
                 .rows
                 .iter()
-                .map(|r| {
-                    let iv = r
-                        .interval
-                        .and_then(|i| Some((bound(&i.low)?, bound(&i.high)?)));
-                    vec![None, iv.map(|(lo, hi)| (lo / scale, hi / scale))]
-                })
+                .map(|r| vec![None, Some((at(&r.interval.low), at(&r.interval.high)))])
                 .collect();
             let notes = self
                 .rows
                 .iter()
                 .map(|r| {
-                    let computed = match (get(&r.measured), get(&r.predicted)) {
-                        (Some(m), Some(p)) if p > 0.0 => Some(m / p),
-                        _ => None,
-                    };
+                    let (m, p) = (get(&r.measured), get(&r.predicted));
+                    let computed = (p > 0.0).then(|| m / p);
                     given_ratio(r).or(computed).map(|x| ratio(Some(x)))
                 })
                 .collect();
@@ -269,16 +133,14 @@ impl WhatIfChart {
             panels: vec![
                 panel(
                     "contended acquisitions (count)".into(),
-                    |m| m.contended,
-                    |b| b.contended,
+                    |c| c.contended as f64,
                     |r| r.ratio_contended,
                     1.0,
                     tick_count,
                 ),
                 panel(
                     format!("total wait ({})", unit.name),
-                    |m| m.total_wait_ns,
-                    |b| b.total_wait_ns,
+                    |c| c.total_wait_ns.as_f64(),
                     |r| r.ratio_total_wait,
                     unit.ns,
                     tick_value,
@@ -288,61 +150,60 @@ impl WhatIfChart {
     }
 }
 
-impl Chart for WhatIfChart {
-    fn default_size(&self) -> (u32, u32) {
-        self.bars().default_size()
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        self.bars().draw(root)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::whatif::report::Bounds;
 
-    /// Hand-built chart rows (drawing only: the chart's input from a real report is tested in
+    /// Hand-built report rows (drawing only: the chart's input from a real report is tested in
     /// tests/it/plots.rs): the lruvec lock and the total, with an `after` measurement on the
-    /// lock row only.
-    pub(crate) fn example() -> Vec<WhatIfRow> {
-        let m = |a: f64, c: f64, t: f64| Metrics {
-            acquisitions: Some(a),
-            contended: Some(c),
-            total_wait_ns: Some(t),
+    /// lock row only and no ratio on the total row.
+    pub(crate) fn example() -> Vec<Row> {
+        let c = |acquisitions: u64, contended: u64, total_wait_ns: u64| Counts {
+            acquisitions,
+            contended,
+            total_wait_ns: crate::duration::Ns(total_wait_ns),
+            ..Counts::default()
         };
-        let b = |c: f64, t: f64| Bound {
-            contended: Some(c),
-            total_wait_ns: Some(t),
+        // A row whose interval is the point prediction alone.
+        let row = |lock: &str, measured: Counts, predicted: Counts| Row {
+            policy: "lru-cache".into(),
+            lock: lock.into(),
+            measured,
+            replayed: measured,
+            predicted,
+            ratio_contended: None,
+            ratio_total_wait: None,
+            interval: Bounds {
+                low: predicted,
+                high: predicted,
+            },
+            replayed_interval: Bounds::default(),
+            after: None,
+            after_capture: None,
+            error: None,
         };
-        let policy = serde_json::json!({"name": "lru-cache", "max_cached_pages": 31});
-        vec![
-            WhatIfRow {
-                policy: policy.clone(),
-                lock: "lruvec->lru_lock".into(),
-                measured: m(28_000.0, 14_082.0, 18_730_000.0),
-                replayed: Some(m(28_000.0, 13_500.0, 17_900_000.0)),
-                predicted: m(9_000.0, 2_100.0, 4_100_000.0),
-                ratio_contended: Some(14_082.0 / 2_100.0),
-                ratio_total_wait: Some(18_730_000.0 / 4_100_000.0),
-                interval: Some(Interval {
-                    low: b(1_600.0, 3_000_000.0),
-                    high: b(2_900.0, 5_600_000.0),
-                }),
-                after: Some(m(9_100.0, 2_400.0, 4_500_000.0)),
+        let lock = Row {
+            replayed: c(28_000, 13_500, 17_900_000),
+            ratio_contended: Some(14_082.0 / 2_100.0),
+            ratio_total_wait: Some(18_730_000.0 / 4_100_000.0),
+            interval: Bounds {
+                low: c(0, 1_600, 3_000_000),
+                high: c(0, 2_900, 5_600_000),
             },
-            WhatIfRow {
-                policy,
-                lock: "total".into(),
-                measured: m(30_000.0, 14_900.0, 21_500_000.0),
-                replayed: None,
-                predicted: m(11_000.0, 2_900.0, 6_800_000.0),
-                ratio_contended: None,
-                ratio_total_wait: None,
-                interval: None,
-                after: None,
-            },
-        ]
+            after: Some(c(9_100, 2_400, 4_500_000)),
+            ..row(
+                "lruvec->lru_lock",
+                c(28_000, 14_082, 18_730_000),
+                c(9_000, 2_100, 4_100_000),
+            )
+        };
+        let total = row(
+            "total",
+            c(30_000, 14_900, 21_500_000),
+            c(11_000, 2_900, 6_800_000),
+        );
+        vec![lock, total]
     }
 
     #[test]
@@ -357,7 +218,7 @@ mod tests {
             crate::plots::render(&chart, crate::plots::ImageFormat::Svg, None).unwrap_or_default();
         let svg = String::from_utf8_lossy(&svg);
         for label in [
-            "What-if lru-cache (max_cached_pages=31)",
+            "What-if lru-cache: measured vs predicted contention",
             "measured after the change",
             "6.71x",
         ] {
