@@ -1366,8 +1366,10 @@ mod tests {
          \t\t\t0xffffffff9c7657c5  tick_do_update_jiffies64+0x25\n";
         let err = parse_all(text.as_bytes(), &Options::default()).err();
         assert!(matches!(err, Some(Error::Malformed { location, .. }) if location.line == 6));
-        let mut o = Options::default();
-        o.lenient = true;
+        let o = Options {
+            lenient: true,
+            ..Default::default()
+        };
         let p = parse_all(text.as_bytes(), &o).unwrap();
         assert_eq!(p.tables[0].rows[0].stack.len(), 2);
         assert_eq!(p.diagnostics.skipped, 1);

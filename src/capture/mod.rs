@@ -64,7 +64,7 @@ pub enum Capture {
     /// An event stream, read on demand.
     Events(Box<dyn EventRead + Send>),
     /// A `perf report --stdio` call-graph tree, read on demand.
-    Callgraph(perf_report::Reader<Box<dyn BufRead + Send>>),
+    Callgraph(Box<perf_report::Reader<Box<dyn BufRead + Send>>>),
 }
 
 /// Open `spec` and tell its format. An input whose format cannot be told is an error naming
@@ -126,7 +126,9 @@ impl Opened {
                 })?;
                 Capture::Events(rd)
             }
-            Content::Callgraph => Capture::Callgraph(perf_report::Reader::new(self.reader, &ro)),
+            Content::Callgraph => {
+                Capture::Callgraph(Box::new(perf_report::Reader::new(self.reader, &ro)))
+            }
         })
     }
 
