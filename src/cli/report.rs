@@ -8,7 +8,7 @@ use anyhow::Result;
 use lockcast::analyses::diff;
 use lockcast::analyses::report::{self, By, SortKey};
 use lockcast::capture::load;
-use lockcast::output::formats;
+use lockcast::output::render;
 
 use super::args::{ByArg, DiffArgs, ReportArgs, SortArg};
 use super::warn;
@@ -31,7 +31,7 @@ pub fn report(a: ReportArgs) -> Result<()> {
         SortArg::Contended => SortKey::Contended,
     };
     let summaries = report::summarize(&df, &opts)?;
-    let text = formats::render_report(&summaries, a.out_format.resolve(a.json));
+    let text = render::render_report(&summaries, a.out_format.resolve(a.json));
     io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }
@@ -45,7 +45,7 @@ pub fn diff(a: DiffArgs) -> Result<()> {
         warn::skipped(&t.name, &t.diagnostics);
     }
     let d = diff::diff(&base.name, &base.rows, &patched.name, &patched.rows);
-    let text = formats::render_diff(&d, a.top, a.out_format.resolve(a.json));
+    let text = render::render_diff(&d, a.top, a.out_format.resolve(a.json));
     io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }

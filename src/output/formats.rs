@@ -1,7 +1,6 @@
 //! `--format` renderers for `report` and `diff`: Markdown (web review tools), CSV (raw
 //! integer ns, one file for every table), and `text`, perf lock's own layout for mails; the
-//! aligned terminal table and JSON are in [`super::terminal`]. [`render_report`] and
-//! [`render_diff`] pick one.
+//! aligned terminal table and JSON are in [`super::terminal`]; [`super::render`] picks one.
 
 use crate::analyses::diff::{Diff, DiffRow, MatchedBy};
 use crate::analyses::report::{By, SummaryRow, TableSummary};
@@ -381,33 +380,4 @@ pub fn diff_text(d: &Diff, top: usize) -> String {
         ));
     }
     s
-}
-
-/// `report`'s output in `format`.
-pub fn render_report(summaries: &[TableSummary], format: Format) -> String {
-    match format {
-        Format::Json => {
-            let v: Vec<serde_json::Value> =
-                summaries.iter().map(super::terminal::report_json).collect();
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
-        }
-        Format::Table => summaries
-            .iter()
-            .map(super::terminal::report_table)
-            .collect(),
-        Format::Markdown => report_markdown(summaries),
-        Format::Text => report_text(summaries),
-        Format::Csv => report_csv(summaries),
-    }
-}
-
-/// `diff`'s output in `format` (`top` rows in the text formats; all rows in JSON and CSV).
-pub fn render_diff(d: &Diff, top: usize, format: Format) -> String {
-    match format {
-        Format::Json => serde_json::to_string_pretty(d).unwrap_or_default() + "\n",
-        Format::Table => super::terminal::diff_table(d, top),
-        Format::Markdown => diff_markdown(d, top),
-        Format::Text => diff_text(d, top),
-        Format::Csv => diff_csv(d),
-    }
 }

@@ -3,6 +3,7 @@
 
 pub mod formats;
 pub mod perf_text;
+pub mod render;
 pub mod sheet;
 pub mod stream;
 pub mod table;
