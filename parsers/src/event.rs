@@ -26,6 +26,8 @@ pub enum Source {
     TraceCmd,
     /// `perf script` text (tracepoints and samples).
     PerfScript,
+    /// A `perf.data` file (`perf record`), read by [`crate::perf_data`].
+    PerfData,
 }
 
 /// One event line (plus its call chain for perf script).

@@ -613,7 +613,7 @@ impl EventTables {
             x.payload.append(&e.payload);
             self.rows += 1;
         }
-        if e.source == Source::PerfScript {
+        if matches!(e.source, Source::PerfScript | Source::PerfData) {
             if let Some(s) = self.samples.as_mut() {
                 s.push(e);
                 self.rows += 1;
@@ -664,6 +664,7 @@ impl EventTables {
                 Source::Ftrace => "ftrace",
                 Source::TraceCmd => "trace-cmd",
                 Source::PerfScript => "perf script",
+                Source::PerfData => "perf.data",
             };
             return Err(Error::Parse {
                 path: self.source.clone(),
