@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::event::{Event, EventRead};
 use crate::lines::ReaderOptions;
-use crate::{ftrace, perf_lock, perf_report, perf_script};
+use crate::{ftrace, perf_data, perf_lock, perf_report, perf_script};
 
 /// How many lines detection may look at before giving up.
 pub const SNIFF_LINES: usize = 2000;
@@ -35,6 +35,8 @@ pub enum Format {
     PerfScript,
     /// `perf report --stdio`.
     PerfReport,
+    /// A `perf.data` file from `perf record` (file or pipe mode).
+    PerfData,
 }
 
 /// What an input of a format holds.
@@ -99,6 +101,13 @@ fn open_perf_script<'a>(
     Box::new(perf_script::Reader::new(r, o))
 }
 
+fn open_perf_data<'a>(
+    r: Box<dyn BufRead + Send + 'a>,
+    o: &ReaderOptions,
+) -> Box<dyn EventRead + Send + 'a> {
+    Box::new(perf_data::Reader::new(r, o))
+}
+
 /// Every format, in detection order (a line that two formats' sniffers accept belongs to the
 /// earlier one: a `perf lock` header is never an ftrace line, a `perf report` header line is
 /// tried before the looser event formats).
@@ -145,6 +154,17 @@ pub const FORMATS: &[FormatInfo] = &[
         sniff: Some(perf_script::sniff),
         open_events: Some(open_perf_script),
         starts_record: Some(perf_script::starts_record),
+        call_chains: true,
+    },
+    FormatInfo {
+        format: Format::PerfData,
+        name: "perf-data",
+        help: "a perf.data file from perf record (file or pipe mode; tracepoints decoded from its tracing data)",
+        content: Content::Events,
+        magic: Some(perf_data::MAGIC),
+        sniff: None,
+        open_events: Some(open_perf_data),
+        starts_record: None,
         call_chains: true,
     },
 ];
@@ -248,6 +268,7 @@ mod tests {
             Format::Ftrace,
             Format::PerfScript,
             Format::PerfReport,
+            Format::PerfData,
         ] {
             let rows: Vec<_> = FORMATS.iter().filter(|i| i.format == f).collect();
             assert_eq!(rows.len(), 1, "{f:?}");

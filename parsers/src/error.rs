@@ -101,6 +101,9 @@ pub struct Diagnostics {
     pub skipped: u64,
     /// The first few skipped lines, for the report.
     pub first: Vec<Diagnostic>,
+    /// Things the reader wants the user to know that are not skipped lines (which kallsyms
+    /// named a perf.data file's frames, events the recording lost).
+    pub notes: Vec<String>,
 }
 
 impl Diagnostics {
@@ -118,6 +121,7 @@ impl Diagnostics {
     /// Add another set (e.g. from a second file or worker).
     pub fn merge(&mut self, other: Diagnostics) {
         self.skipped += other.skipped;
+        self.notes.extend(other.notes);
         for d in other.first {
             if self.first.len() < Self::KEEP {
                 self.first.push(d);
@@ -144,6 +148,17 @@ pub enum Error {
         kind: LineError,
         /// The line (cut to 120 characters).
         line_text: String,
+    },
+    /// A binary input (perf.data) is damaged or in a variant not read: what was expected at
+    /// which byte offset of the (decompressed) input.
+    #[error("byte {offset}: {format}: {what}")]
+    Binary {
+        /// Format being read, e.g. `"perf.data"`.
+        format: &'static str,
+        /// 0-based byte offset of the problem.
+        offset: u64,
+        /// What was expected and what was found.
+        what: String,
     },
     /// The input is in none of the formats this crate reads.
     #[error("unknown format: no perf lock table, ftrace/trace-cmd event line, perf script sample or perf report header found{}", hint(.first_line))]

@@ -26,6 +26,8 @@ pub enum Source {
     TraceCmd,
     /// `perf script` text (tracepoints and samples).
     PerfScript,
+    /// A `perf.data` file (`perf record`), read by [`crate::perf_data`].
+    PerfData,
 }
 
 impl Source {
@@ -35,13 +37,14 @@ impl Source {
             Source::Ftrace => "ftrace",
             Source::TraceCmd => "trace-cmd",
             Source::PerfScript => "perf script",
+            Source::PerfData => "perf.data",
         }
     }
 
     /// Its records are perf samples, each a row of the `samples` table (with its call chain
     /// when recorded); ftrace and trace-cmd text print none.
     pub fn has_samples(self) -> bool {
-        matches!(self, Source::PerfScript)
+        matches!(self, Source::PerfScript | Source::PerfData)
     }
 }
 

@@ -24,6 +24,7 @@ pub mod event;
 pub mod ftrace;
 pub mod lines;
 pub mod payload;
+pub mod perf_data;
 pub mod perf_lock;
 pub mod perf_report;
 pub mod perf_script;

@@ -4,12 +4,16 @@ use std::io::Write;
 
 use lockcast::parsers::Diagnostics;
 
-/// Say how many malformed lines `--lenient` skipped in `path`, and the first few.
+/// Print the reader's notes on `path` (perf.data: where kernel symbols came from, lost events),
+/// then how many malformed lines `--lenient` skipped in it, and the first few.
 pub fn skipped(path: &str, d: &Diagnostics) {
+    let mut err = std::io::stderr().lock();
+    for n in &d.notes {
+        let _ = writeln!(err, "lockcast: {path}: {n}");
+    }
     if d.skipped == 0 {
         return;
     }
-    let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
         "lockcast: {path}: skipped {} malformed line(s) (--lenient)",

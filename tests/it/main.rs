@@ -12,6 +12,7 @@ mod ingest;
 mod lazyfree;
 mod limits;
 mod mutation;
+mod perfdata;
 mod plots;
 mod seed;
 mod traces;

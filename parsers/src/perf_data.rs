@@ -1,0 +1,910 @@
+//! `perf.data` files (`perf record`, file and pipe mode; tools/perf/Documentation/
+//! perf.data-file-format.txt) read into [`Event`]s with `source` [`Source::PerfData`], the same
+//! events `perf script --ns` prints for the file, so every table lockcast builds from the text
+//! comes out of the binary file too.
+//!
+//! Records are read with the `linux-perf-data` crate (which orders them by time the way perf
+//! does, round by round on `FINISHED_ROUND`); the tracing-data feature section's format
+//! descriptions decode the tracepoints ([`tracing`]), and their `print fmt` renders the payload
+//! text perf script prints ([`print_fmt`]), so [`crate::payload`] reads it unchanged.
+//!
+//! # What an event holds
+//!
+//! * `ts_ns`: the sample time in ns (`ts_res_ns` 1, as `--ns`); `cpu`; `tid`; `pid` (perf
+//!   script's default output prints no pid: from its text `pid` is empty); `period` (perf script
+//!   prints none for tracepoints: from its text it is empty; here a tracepoint's is 1).
+//! * `comm`: the thread's name at the sample's time, from the COMM records (a thread created by
+//!   a FORK record has its parent's until it sets its own); `:TID` for a thread with none, as perf.
+//! * `line`: the 1-based number of the sample among the file's samples (a binary file has no lines).
+//! * `payload`: the print fmt of the event rendered over its raw data, trailing blanks trimmed
+//!   as perf script's reader sees them. An event whose print fmt this crate cannot evaluate prints
+//!   `[FAILED TO PARSE] field=value ...` (raw fields; counted in a note).
+//! * `callchain` (`-g`), innermost first: kernel frames named from the kallsyms of the
+//!   recording's kernel ([`kallsyms::find`]: the build-id cache perf fills, or `/proc/kallsyms`
+//!   when the running kernel has the recording's build-id; otherwise `[unknown]`, and a note says
+//!   why), `sym+0xoff` and dso `[kernel.kallsyms]` as perf prints them; user frames as the
+//!   address inside the mapped file (`ip - start + pgoff`, as perf prints it) with the file from
+//!   the MMAP records as dso and symbol `[unknown]` (perf script names them from the ELF files on
+//!   disk, which this reader does not open).
+//!
+//! # Memory
+//!
+//! The whole (decompressed) file is read into memory first: perf.data keeps its feature
+//! sections (event names, tracing data, build-ids) after the data section, and the record
+//! reader seeks to them. Memory is the file's size plus the records of one round.
+//!
+//! # Damaged input
+//!
+//! Before any record is decoded the header and the framing of every record are checked: a file
+//! shorter than its magic, a magic other than `PERFILE2`, an attr section past the end, a record
+//! whose size is below its own header, and compressed records (`perf record -z`, not read) are
+//! [`Error::Binary`] naming the byte offset. A file cut short (its data section or feature
+//! sections run past the end, or `perf record` was killed before it wrote the data size) is an
+//! error in strict mode; in lenient mode the records before the cut are read, the partial record
+//! is counted in [`Reader::diagnostics`], and the tracepoint formats, which were in the lost
+//! feature sections, come from [`Options::tracing_fallback`] or the running kernel's tracefs
+//! (what perf itself does), with a note saying so.
+
+pub mod kallsyms;
+pub mod print_fmt;
+pub mod tracing;
+
+use std::collections::HashMap;
+use std::io::{BufRead, Cursor, Read};
+
+use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType};
+use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
+
+use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
+use crate::event::{Event, Frame, Source};
+use crate::lines::ReaderOptions;
+
+use print_fmt::{PrintFmt, Record};
+use tracing::{EventFormat, TracingData};
+
+/// Format name used in errors.
+const FORMAT: &str = "perf.data";
+
+/// The magic of a little-endian perf.data file (file and pipe mode).
+pub const MAGIC: &[u8] = b"PERFILE2";
+
+/// `struct perf_file_header` is this long in file mode (magic, size, attr_size, three sections
+/// and the 256-bit feature bitmap); in pipe mode its `size` is 16.
+const FILE_HEADER_LEN: usize = 104;
+const PIPE_HEADER_LEN: u64 = 16;
+
+const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
+const PERF_RECORD_AUXTRACE: u32 = 71;
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_COMPRESSED2: u32 = 83;
+const HEADER_TRACING_DATA_BIT: u32 = 1;
+
+/// Options of the perf.data reader beyond the common [`ReaderOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Common options (`lenient`).
+    pub common: ReaderOptions,
+    /// Tracing data to decode tracepoints with when the file's own is lost (a file cut short).
+    /// `None`: the running kernel's tracefs format files.
+    pub tracing_fallback: Option<TracingData>,
+    /// Kernel symbols to name frames with instead of looking for them ([`kallsyms::find`]).
+    pub kallsyms: Option<kallsyms::Kallsyms>,
+}
+
+/// One event attribute of the file: what its samples are called and how to render them.
+struct Attr {
+    system: Option<String>,
+    name: String,
+    format: Option<(EventFormat, Option<PrintFmt>)>,
+}
+
+/// A user-space mapping from an MMAP/MMAP2 record.
+struct Map {
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    path: String,
+}
+
+struct State {
+    file: linux_perf_data::PerfFile,
+    iter: PerfRecordIter<Cursor<Vec<u8>>>,
+    ctx: Ctx,
+}
+
+struct Ctx {
+    attrs: Vec<Attr>,
+    attr_of_id: HashMap<u64, usize>,
+    big_endian: bool,
+    comms: HashMap<i32, String>,
+    maps: HashMap<i32, Vec<Map>>,
+    kallsyms: Option<kallsyms::Kallsyms>,
+    samples: u64,
+    lost: u64,
+    unparsed: u64,
+}
+
+/// Streaming reader of perf.data events.
+pub struct Reader<'a> {
+    input: Option<Box<dyn BufRead + Send + 'a>>,
+    opts: Options,
+    state: Option<State>,
+    diagnostics: Diagnostics,
+    finished: bool,
+}
+
+impl<'a> Reader<'a> {
+    /// Wrap an input holding a perf.data file (read whole on the first [`Reader::next_event`]).
+    pub fn new(input: Box<dyn BufRead + Send + 'a>, opts: &ReaderOptions) -> Self {
+        Self::with_options(
+            input,
+            Options {
+                common: opts.clone(),
+                ..Options::default()
+            },
+        )
+    }
+
+    /// [`Reader::new`] with perf.data options.
+    pub fn with_options(input: Box<dyn BufRead + Send + 'a>, opts: Options) -> Self {
+        Reader {
+            input: Some(input),
+            opts,
+            state: None,
+            diagnostics: Diagnostics::default(),
+            finished: false,
+        }
+    }
+
+    /// Records skipped (lenient) and notes (which kallsyms named the frames, lost events).
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    /// The next event, `Ok(None)` at the end of the file.
+    pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
+        if self.finished {
+            return Ok(None);
+        }
+        if let Some(input) = self.input.take() {
+            match self.open(input) {
+                Ok(s) => self.state = Some(s),
+                Err(e) => {
+                    self.finished = true;
+                    return Err(e);
+                }
+            }
+        }
+        let Some(st) = self.state.as_mut() else {
+            return Ok(None);
+        };
+        match st.next() {
+            Ok(Some(e)) => Ok(Some(e)),
+            Ok(None) => {
+                self.finished = true;
+                let (lost, unparsed) = (st.ctx.lost, st.ctx.unparsed);
+                if lost > 0 {
+                    self.diagnostics.notes.push(format!(
+                        "the recording lost {lost} event(s) (PERF_RECORD_LOST): the kernel's buffer overflowed, results undercount"
+                    ));
+                }
+                if unparsed > 0 {
+                    self.diagnostics.notes.push(format!(
+                        "{unparsed} tracepoint event(s) printed raw ([FAILED TO PARSE]): their print fmt uses what lockcast does not evaluate"
+                    ));
+                }
+                Ok(None)
+            }
+            Err(e) => {
+                self.finished = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn open(&mut self, mut input: Box<dyn BufRead + Send + 'a>) -> Result<State, Error> {
+        let mut buf = Vec::new();
+        input.read_to_end(&mut buf)?;
+        drop(input);
+        let lenient = self.opts.common.lenient;
+        let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
+        let (file, iter) = if checked.pipe {
+            let r = PerfFileReader::parse_pipe(Cursor::new(buf)).map_err(|e| {
+                binary(
+                    PIPE_HEADER_LEN,
+                    format!("expected the pipe-mode header records, got: {e}"),
+                )
+            })?;
+            (r.perf_file, r.record_iter)
+        } else {
+            let r = PerfFileReader::parse_file(Cursor::new(buf)).map_err(|e| {
+                binary(0, format!("expected a readable perf.data header, got: {e}"))
+            })?;
+            (r.perf_file, r.record_iter)
+        };
+        let big_endian = false;
+        // tracing data: the feature section (file mode) or the pipe's record
+        let section = checked
+            .tracing
+            .as_deref()
+            .or_else(|| file.feature_section_data(Feature::TRACING_DATA));
+        let tracing = match section {
+            Some(b) => Some(tracing::parse(b).map_err(|e| {
+                binary(
+                    checked.tracing_offset + e.offset as u64,
+                    format!("tracing-data section: expected {}", e.what),
+                )
+            })?),
+            None => None,
+        };
+        let needs_formats = file
+            .event_attributes()
+            .iter()
+            .any(|a| matches!(a.attr.type_, PerfEventType::Tracepoint(_)));
+        let tracing = match tracing {
+            Some(t) => Some(t),
+            None if needs_formats => {
+                let ids: Vec<u64> = file
+                    .event_attributes()
+                    .iter()
+                    .filter_map(|a| match a.attr.type_ {
+                        PerfEventType::Tracepoint(id) => Some(id),
+                        _ => None,
+                    })
+                    .collect();
+                let (t, from) = match self.opts.tracing_fallback.take() {
+                    Some(t) => (Some(t), "the formats given to the reader".to_string()),
+                    None => (
+                        tracefs_formats(&ids),
+                        "the running kernel's tracefs".to_string(),
+                    ),
+                };
+                match t {
+                    Some(t) => {
+                        self.diagnostics.notes.push(format!(
+                            "the file has no tracing data (cut short?): tracepoints decoded with {from}, as perf does; wrong if it was recorded on another kernel"
+                        ));
+                        Some(t)
+                    }
+                    None => {
+                        return Err(binary(
+                            0,
+                            "expected the tracing-data section that describes the tracepoints, got none (the file was cut short before its feature sections, and no tracefs is mounted to take the formats from)".into(),
+                        ))
+                    }
+                }
+            }
+            None => None,
+        };
+        let long_size = tracing.as_ref().map_or(8, |t| t.long_size);
+        let mut attrs = Vec::new();
+        for a in file.event_attributes() {
+            let attr = match a.attr.type_ {
+                PerfEventType::Tracepoint(id) => {
+                    match tracing.as_ref().and_then(|t| t.formats.get(&id)) {
+                        Some(f) => Attr {
+                            system: Some(f.system.clone()),
+                            name: f.name.clone(),
+                            format: Some((f.clone(), PrintFmt::parse(&f.print_fmt, long_size))),
+                        },
+                        None => {
+                            let (system, name) = split_name(a.name().unwrap_or("tracepoint"));
+                            Attr {
+                                system,
+                                name,
+                                format: None,
+                            }
+                        }
+                    }
+                }
+                _ => Attr {
+                    system: None,
+                    name: a.name().unwrap_or("unknown").to_string(),
+                    format: None,
+                },
+            };
+            attrs.push(attr);
+        }
+        let has_chains = file.event_attributes().iter().any(|a| {
+            a.attr
+                .sample_format
+                .contains(linux_perf_data::linux_perf_event_reader::SampleFormat::CALLCHAIN)
+        });
+        let kallsyms = match self.opts.kallsyms.take() {
+            Some(k) => Some(k),
+            None if has_chains => {
+                let bid = checked.kernel_build_id.clone().or_else(|| {
+                    file.build_ids()
+                        .ok()
+                        .and_then(|m| m.get(&DsoKey::Kernel).map(|i| kallsyms::hex(&i.build_id)))
+                });
+                let (k, found) = kallsyms::find(bid.as_deref());
+                self.diagnostics.notes.push(match &found {
+                    kallsyms::Found::Cache(p) => format!("kernel frames named from {}", p.display()),
+                    kallsyms::Found::Running => format!(
+                        "kernel frames named from /proc/kallsyms (the running kernel has the recording's build-id {})",
+                        bid.as_deref().unwrap_or("")
+                    ),
+                    kallsyms::Found::None(why) => format!("kernel frames left as addresses ([unknown]): {why}"),
+                });
+                k
+            }
+            None => None,
+        };
+        Ok(State {
+            file,
+            iter,
+            ctx: Ctx {
+                attrs,
+                attr_of_id: checked.attr_of_id.clone(),
+                big_endian,
+                comms: HashMap::new(),
+                maps: HashMap::new(),
+                kallsyms,
+                samples: 0,
+                lost: 0,
+                unparsed: 0,
+            },
+        })
+    }
+}
+
+fn binary(offset: u64, what: String) -> Error {
+    Error::Binary {
+        format: FORMAT,
+        offset,
+        what,
+    }
+}
+
+/// `sys:name` → (Some(sys), name); a name without `:` has no system.
+fn split_name(n: &str) -> (Option<String>, String) {
+    match n.split_once(':') {
+        Some((s, n)) => (Some(s.to_string()), n.to_string()),
+        None => (None, n.to_string()),
+    }
+}
+
+/// What the framing check found.
+#[derive(Debug, Default)]
+struct Checked {
+    pipe: bool,
+    /// Pipe mode: the tracing data taken out of the stream.
+    tracing: Option<Vec<u8>>,
+    /// Where the tracing data starts in the file (for error offsets).
+    tracing_offset: u64,
+    /// Pipe mode: the kernel's build-id from a HEADER_BUILD_ID record.
+    kernel_build_id: Option<String>,
+    /// A file cut short: sample id → attr index, from the attr section's id lists (the record
+    /// reader takes them from the lost EVENT_DESC section otherwise).
+    attr_of_id: HashMap<u64, usize>,
+}
+
+fn sect(b: &[u8], i: usize) -> (u64, u64) {
+    (u64_at(b, i).unwrap_or(0), u64_at(b, i + 8).unwrap_or(0))
+}
+fn u16_at(b: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_le_bytes([*b.get(i)?, *b.get(i + 1)?]))
+}
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    let s = b.get(i..i + 4)?;
+    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    let s = b.get(i..i + 8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(s);
+    Some(u64::from_le_bytes(a))
+}
+
+/// Check the header and every record's framing; in lenient mode cut a file cut short back to
+/// its last whole record (patching the header in `buf`). Pipe mode: take the tracing data (which
+/// follows its record outside the record's size) out of the stream.
+fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
+    let len = buf.len() as u64;
+    if buf.len() < 16 {
+        return Err(binary(
+            len,
+            format!("expected a perf.data header (magic PERFILE2 and its size), got the end of the file after {len} byte(s)"),
+        ));
+    }
+    if &buf[..8] != MAGIC {
+        let what = if &buf[..8] == b"2ELIFREP" {
+            "expected a little-endian perf.data file (magic PERFILE2), got a big-endian one (2ELIFREP), which lockcast does not read".to_string()
+        } else {
+            format!(
+                "expected the perf.data magic PERFILE2, got {:?}",
+                String::from_utf8_lossy(&buf[..8])
+            )
+        };
+        return Err(binary(0, what));
+    }
+    let hsize = u64_at(buf, 8).unwrap_or(0);
+    if hsize == PIPE_HEADER_LEN {
+        return check_pipe(buf, lenient, diags);
+    }
+    if buf.len() < FILE_HEADER_LEN || hsize < FILE_HEADER_LEN as u64 {
+        return Err(binary(
+            8,
+            format!("expected a perf.data file header of {FILE_HEADER_LEN} bytes, got header size {hsize} in a file of {len} byte(s)"),
+        ));
+    }
+    let (attr_off, attr_size) = sect(buf, 24);
+    let (data_off, data_size) = sect(buf, 40);
+    if attr_off.saturating_add(attr_size) > len {
+        return Err(binary(
+            24,
+            format!("expected the attr section (bytes {attr_off}..{}) inside the file, got a file of {len} bytes", attr_off.saturating_add(attr_size)),
+        ));
+    }
+    if data_off > len || data_off < FILE_HEADER_LEN as u64 {
+        return Err(binary(
+            40,
+            format!("expected the data section to start inside the file, got offset {data_off} in a file of {len} bytes"),
+        ));
+    }
+    let claimed_end = data_off.saturating_add(data_size);
+    let mut cut: Option<String> = None;
+    let mut attr_of_id = HashMap::new();
+    if data_size == 0 {
+        cut = Some(
+            "its data size is 0 (perf record did not finish writing the header: killed?)".into(),
+        );
+    } else if claimed_end > len {
+        cut = Some(format!(
+            "its data section claims bytes {data_off}..{claimed_end}"
+        ));
+    }
+    // walk the records
+    let end = claimed_end.min(len);
+    let end = if data_size == 0 { len } else { end };
+    let mut pos = data_off;
+    let mut records = 0u64;
+    while pos < end {
+        let p = pos as usize;
+        if pos + 8 > end {
+            break;
+        }
+        let ty = u32_at(buf, p).unwrap_or(0);
+        let size = u64::from(u16_at(buf, p + 6).unwrap_or(0));
+        if size < 8 {
+            let what = format!(
+                "expected a record of at least 8 bytes, got size {size} (record type {ty})"
+            );
+            if !lenient {
+                return Err(binary(pos, what));
+            }
+            push_diag(diags, records + 1, pos, what);
+            break;
+        }
+        if ty == PERF_RECORD_COMPRESSED || ty == PERF_RECORD_COMPRESSED2 {
+            return Err(binary(
+                pos,
+                "expected uncompressed records, got a zstd-compressed one (perf record -z): lockcast does not read those yet; record without -z, or convert with `perf inject -i in.data -o out.data`".into(),
+            ));
+        }
+        let mut next = pos + size;
+        if ty == PERF_RECORD_AUXTRACE {
+            next += u64_at(buf, p + 8).unwrap_or(0);
+        }
+        if next > end {
+            break;
+        }
+        pos = next;
+        records += 1;
+    }
+    if pos < end && cut.is_none() {
+        cut = Some(format!(
+            "its data section claims bytes {data_off}..{claimed_end}"
+        ));
+    }
+    // feature sections follow the data
+    if cut.is_none() {
+        let n_feat: u32 = (0..4)
+            .map(|i| u64_at(buf, 72 + 8 * i).unwrap_or(0).count_ones())
+            .sum();
+        let idx_end = claimed_end + 16 * u64::from(n_feat);
+        if idx_end > len {
+            cut = Some(format!(
+                "its feature index claims bytes {claimed_end}..{idx_end}"
+            ));
+        } else {
+            for k in 0..u64::from(n_feat) {
+                let (o, s) = sect(buf, (claimed_end + 16 * k) as usize);
+                if o.saturating_add(s) > len {
+                    cut = Some(format!(
+                        "a feature section claims bytes {o}..{}",
+                        o.saturating_add(s)
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(why) = cut {
+        let lost = len - pos;
+        let what = format!(
+            "file cut short: {why}, but the file ends at byte {len}; {records} whole record(s) before byte {pos}, {lost} byte(s) after it lost"
+        );
+        if !lenient {
+            return Err(binary(
+                pos,
+                format!("{what} (--lenient reads the whole records)"),
+            ));
+        }
+        push_diag(diags, records + 1, pos, what);
+        // read the whole records only, without the lost feature sections
+        buf[48..56].copy_from_slice(&(pos - data_off).to_le_bytes());
+        for b in &mut buf[72..104] {
+            *b = 0;
+        }
+        buf.truncate(pos as usize);
+        attr_of_id = attr_ids(buf);
+    }
+    let bits = u64_at(buf, 72).unwrap_or(0);
+    let tracing_offset = if bits & (1 << HEADER_TRACING_DATA_BIT) != 0 {
+        // the feature index after the data lists one section per set bit, in bit order
+        let index = data_off + u64_at(buf, 48).unwrap_or(0);
+        sect(buf, (index + 16 * (bits & 1)) as usize).0
+    } else {
+        0
+    };
+    Ok(Checked {
+        tracing_offset,
+        attr_of_id,
+        ..Checked::default()
+    })
+}
+
+/// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
+/// section (offset, size) of its u64 sample ids. Maps each id to its entry's index.
+fn attr_ids(buf: &[u8]) -> HashMap<u64, usize> {
+    let mut out = HashMap::new();
+    let attr_size = u64_at(buf, 16).unwrap_or(0) as usize;
+    let (off, size) = sect(buf, 24);
+    if attr_size < 16 {
+        return out;
+    }
+    for i in 0..(size as usize / attr_size) {
+        let entry = off as usize + i * attr_size;
+        let (ids_off, ids_size) = sect(buf, entry + attr_size - 16);
+        for k in 0..(ids_size / 8) {
+            if let Some(id) = u64_at(buf, (ids_off + 8 * k) as usize) {
+                out.insert(id, i);
+            }
+        }
+    }
+    out
+}
+
+fn push_diag(diags: &mut Diagnostics, record: u64, offset: u64, what: String) {
+    diags.push(Diagnostic {
+        location: Location {
+            line: record,
+            col: 1,
+        },
+        kind: LineError::Expected {
+            what: "a whole perf.data record",
+            got: format!("byte {offset}: {what}"),
+        },
+        line_text: String::new(),
+    });
+}
+
+/// Pipe mode (`perf record -o -`): records follow the 16-byte header with no sections. The
+/// tracing data comes as a HEADER_TRACING_DATA record whose u32 `size` bytes follow the record
+/// outside its header size; they are taken out here (the record reader would read them as
+/// records), and the kernel build-id is taken from the HEADER_BUILD_ID records, which perf
+/// writes at the end of the stream.
+fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
+    let mut out = Checked {
+        pipe: true,
+        ..Checked::default()
+    };
+    let len = buf.len() as u64;
+    let mut pos = PIPE_HEADER_LEN;
+    let mut records = 0u64;
+    let mut cut_at = None;
+    let mut remove: Option<(usize, usize)> = None;
+    while pos < len {
+        let p = pos as usize;
+        if pos + 8 > len {
+            cut_at = Some(pos);
+            break;
+        }
+        let ty = u32_at(buf, p).unwrap_or(0);
+        let size = u64::from(u16_at(buf, p + 6).unwrap_or(0));
+        if size < 8 {
+            let what = format!(
+                "expected a record of at least 8 bytes, got size {size} (record type {ty})"
+            );
+            if !lenient {
+                return Err(binary(pos, what));
+            }
+            push_diag(diags, records + 1, pos, what);
+            cut_at = Some(pos);
+            break;
+        }
+        if ty == PERF_RECORD_COMPRESSED || ty == PERF_RECORD_COMPRESSED2 {
+            return Err(binary(
+                pos,
+                "expected uncompressed records, got a zstd-compressed one (perf record -z): lockcast does not read those yet".into(),
+            ));
+        }
+        let mut next = pos + size;
+        if ty == PERF_RECORD_HEADER_TRACING_DATA {
+            let tsize = u64::from(u32_at(buf, p + 8).unwrap_or(0));
+            next += tsize;
+            if next <= len {
+                out.tracing = Some(buf[(pos + size) as usize..next as usize].to_vec());
+                out.tracing_offset = pos + size;
+                remove = Some((p, next as usize));
+            }
+        } else if ty == PERF_RECORD_AUXTRACE {
+            next += u64_at(buf, p + 8).unwrap_or(0);
+        } else if ty == PERF_RECORD_HEADER_BUILD_ID && next <= len {
+            // struct build_id_event: header, pid, build_id[24] (size byte at 20 when misc bit 15), filename
+            let misc = u16_at(buf, p + 4).unwrap_or(0);
+            let id = &buf[p + 12..(p + 36).min(next as usize)];
+            let n = if misc & (1 << 15) != 0 {
+                usize::from(buf.get(p + 32).copied().unwrap_or(20)).min(20)
+            } else {
+                20
+            };
+            let name_end = buf[p + 36..next as usize]
+                .iter()
+                .position(|&c| c == 0)
+                .map_or(next as usize, |i| p + 36 + i);
+            if &buf[p + 36..name_end] == b"[kernel.kallsyms]" && id.len() >= n {
+                out.kernel_build_id = Some(kallsyms::hex(&id[..n]));
+            }
+        }
+        if next > len {
+            cut_at = Some(pos);
+            break;
+        }
+        pos = next;
+        records += 1;
+    }
+    if let Some(at) = cut_at {
+        let what = format!(
+            "stream cut short: a record at byte {at} runs past the end at byte {len}; {records} whole record(s) before it"
+        );
+        if !lenient {
+            return Err(binary(
+                at,
+                format!("{what} (--lenient reads the whole records)"),
+            ));
+        }
+        push_diag(diags, records + 1, at, what);
+        buf.truncate(at as usize);
+    }
+    if let Some((a, b)) = remove {
+        buf.drain(a..b);
+    }
+    Ok(out)
+}
+
+/// Tracepoint formats of the running kernel, for the ids the file's events name.
+fn tracefs_formats(ids: &[u64]) -> Option<TracingData> {
+    let root = [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).is_dir())?;
+    let mut formats = HashMap::new();
+    for sys in std::fs::read_dir(root).ok()?.flatten() {
+        let Ok(events) = std::fs::read_dir(sys.path()) else {
+            continue;
+        };
+        for ev in events.flatten() {
+            let Ok(id) = std::fs::read_to_string(ev.path().join("id")) else {
+                continue;
+            };
+            let Ok(id) = id.trim().parse::<u64>() else {
+                continue;
+            };
+            if !ids.contains(&id) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(ev.path().join("format")) else {
+                continue;
+            };
+            let system = sys.file_name().to_string_lossy().into_owned();
+            if let Some(f) = tracing::parse_format(&system, &text, 8) {
+                formats.insert(f.id, f);
+            }
+        }
+    }
+    (!formats.is_empty()).then_some(TracingData {
+        long_size: 8,
+        big_endian: false,
+        formats,
+    })
+}
+
+/// perf's callchain context markers (`enum perf_callchain_context`), as u64.
+const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+const PERF_CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
+
+impl State {
+    fn next(&mut self) -> Result<Option<Event>, Error> {
+        loop {
+            let samples = self.ctx.samples;
+            let ctx = &mut self.ctx;
+            let rec = self.iter.next_record(&mut self.file).map_err(|e| {
+                binary(
+                    0,
+                    format!(
+                        "expected a readable record after sample {}, got: {e}",
+                        samples
+                    ),
+                )
+            })?;
+            let Some(rec) = rec else { return Ok(None) };
+            let PerfFileRecord::EventRecord { attr_index, record } = rec else {
+                continue;
+            };
+            let Ok(parsed) = record.parse() else { continue };
+            match parsed {
+                EventRecord::Comm(c) => {
+                    let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                    ctx.comms.insert(c.tid, name);
+                }
+                EventRecord::Fork(f) => {
+                    if let Some(parent) = ctx.comms.get(&f.ptid).cloned() {
+                        ctx.comms.insert(f.tid, parent);
+                    }
+                }
+                EventRecord::Mmap(m) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
+                }
+                EventRecord::Mmap2(m) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
+                }
+                EventRecord::Lost(l) => ctx.lost += l.count,
+                EventRecord::Sample(s) => {
+                    ctx.samples += 1;
+                    let tid = s.tid.unwrap_or(-1);
+                    let pid = s.pid;
+                    let comm = ctx
+                        .comms
+                        .get(&tid)
+                        .cloned()
+                        .unwrap_or_else(|| format!(":{tid}"));
+                    let attr_index =
+                        s.id.and_then(|id| ctx.attr_of_id.get(&id).copied())
+                            .unwrap_or(attr_index);
+                    let attr = ctx.attrs.get(attr_index);
+                    let (system, name) = attr
+                        .map(|a| (a.system.clone(), a.name.clone()))
+                        .unwrap_or((None, "unknown".into()));
+                    let mut payload = String::new();
+                    if let (Some(a), Some(raw)) = (attr, s.raw.as_ref()) {
+                        if let Some((fmt, pf)) = &a.format {
+                            let data = raw.as_slice();
+                            let r = Record {
+                                data: &data,
+                                format: fmt,
+                                big_endian: ctx.big_endian,
+                            };
+                            payload = match pf.as_ref().and_then(|p| p.render(&r)) {
+                                Some(t) => t,
+                                None => {
+                                    ctx.unparsed += 1;
+                                    print_fmt::render_raw(&r)
+                                }
+                            };
+                        }
+                    }
+                    let payload = payload.trim_end().to_string();
+                    let mut callchain = Vec::new();
+                    if let Some(cc) = &s.callchain {
+                        let mut kernel = false;
+                        for i in 0..cc.len() {
+                            let Some(ip) = cc.get(i) else { break };
+                            if ip >= PERF_CONTEXT_MAX {
+                                kernel =
+                                    ip == PERF_CONTEXT_KERNEL || ip == PERF_CONTEXT_GUEST_KERNEL;
+                                continue;
+                            }
+                            callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
+                        }
+                    }
+                    return Ok(Some(Event {
+                        line: ctx.samples,
+                        ts_ns: s.timestamp.map(|t| t as i64),
+                        ts_res_ns: if s.timestamp.is_some() { 1 } else { 0 },
+                        cpu: s.cpu,
+                        comm,
+                        tid,
+                        pid,
+                        irq_flags: None,
+                        system,
+                        name,
+                        period: s.period,
+                        payload,
+                        callchain,
+                        source: Source::PerfData,
+                    }));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Ctx {
+    fn add_map(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: String) {
+        if pid == -1 {
+            return; // kernel and module maps: frames are named from kallsyms
+        }
+        self.maps.entry(pid).or_default().push(Map {
+            start,
+            len,
+            pgoff,
+            path,
+        });
+    }
+
+    fn frame(&self, ip: u64, kernel: bool, pid: i32) -> Frame {
+        if kernel {
+            return match self.kallsyms.as_ref().and_then(|k| k.lookup(ip)) {
+                Some((sym, off)) => Frame {
+                    addr: ip,
+                    symbol: sym.to_string(),
+                    offset: Some(off),
+                    dso: Some("[kernel.kallsyms]".into()),
+                },
+                None => Frame {
+                    addr: ip,
+                    symbol: "[unknown]".into(),
+                    offset: None,
+                    dso: Some("[kernel.kallsyms]".into()),
+                },
+            };
+        }
+        let map = self.maps.get(&pid).and_then(|ms| {
+            ms.iter()
+                .rev()
+                .find(|m| ip >= m.start && ip - m.start < m.len)
+        });
+        match map {
+            Some(m) => Frame {
+                addr: if m.path.starts_with("//anon")
+                    || m.path.starts_with("[") && m.path != "[vdso]"
+                {
+                    ip
+                } else {
+                    ip - m.start + m.pgoff
+                },
+                symbol: "[unknown]".into(),
+                offset: None,
+                dso: Some(m.path.clone()),
+            },
+            None => Frame {
+                addr: ip,
+                symbol: "[unknown]".into(),
+                offset: None,
+                dso: Some("[unknown]".into()),
+            },
+        }
+    }
+}
+
+impl crate::event::EventRead for Reader<'_> {
+    fn next_event(&mut self) -> Result<Option<Event>, Error> {
+        Reader::next_event(self)
+    }
+    fn diagnostics(&self) -> &Diagnostics {
+        Reader::diagnostics(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

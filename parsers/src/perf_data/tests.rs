@@ -1,0 +1,257 @@
+//! The reader against perf itself: each fixture's perf.data (fixtures/capture-perfdata.sh) read
+//! here must give the events `perf script --ns` printed for the same file, field by field.
+
+use std::io::Read;
+
+use super::*;
+use crate::perf_script;
+
+fn gunzip(path: &str) -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path);
+    let f = std::fs::File::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+fn read_all(bytes: Vec<u8>, opts: Options) -> (Result<Vec<Event>, Error>, Diagnostics) {
+    let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), opts);
+    let mut out = Vec::new();
+    loop {
+        match r.next_event() {
+            Ok(Some(e)) => out.push(e),
+            Ok(None) => return (Ok(out), r.diagnostics().clone()),
+            Err(e) => return (Err(e), r.diagnostics().clone()),
+        }
+    }
+}
+
+fn text_events(path: &str) -> Vec<Event> {
+    let text = gunzip(path);
+    let mut r = perf_script::Reader::new(&text[..], &ReaderOptions::default());
+    let mut out = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        out.push(e);
+    }
+    out
+}
+
+fn fixture_kallsyms() -> kallsyms::Kallsyms {
+    let text = gunzip("fixtures/perfdata/micro-16K-g/kallsyms.gz");
+    kallsyms::Kallsyms::parse(&String::from_utf8(text).unwrap())
+}
+
+/// Compare what both readers saw. Columns that differ by construction: `line` (a binary file
+/// has none: the sample number), `source`, `pid` and `period` (perf script's default output
+/// prints neither for tracepoints, the file holds both), and the symbol of user-space frames
+/// (perf script names them from the ELF file on disk; the reader keeps `[unknown]`).
+fn assert_same(bin: &[Event], text: &[Event]) {
+    assert_eq!(bin.len(), text.len(), "event count");
+    for (i, (b, t)) in bin.iter().zip(text).enumerate() {
+        let ctx = || format!("event {} (text line {}): {b:?}\nvs {t:?}", i + 1, t.line);
+        assert_eq!(b.ts_ns, t.ts_ns, "{}", ctx());
+        assert_eq!((b.ts_res_ns, t.ts_res_ns), (1, 1));
+        assert_eq!(b.cpu, t.cpu, "{}", ctx());
+        assert_eq!(b.comm, t.comm, "{}", ctx());
+        assert_eq!(b.tid, t.tid, "{}", ctx());
+        assert_eq!(b.system, t.system, "{}", ctx());
+        assert_eq!(b.name, t.name, "{}", ctx());
+        assert_eq!(b.payload, t.payload, "{}", ctx());
+        assert_eq!(b.callchain.len(), t.callchain.len(), "{}", ctx());
+        for (fb, ft) in b.callchain.iter().zip(&t.callchain) {
+            assert_eq!((fb.addr, &fb.dso), (ft.addr, &ft.dso), "{}", ctx());
+            if fb.dso.as_deref() == Some("[kernel.kallsyms]") {
+                assert_eq!(
+                    (&fb.symbol, fb.offset),
+                    (&ft.symbol, ft.offset),
+                    "{}",
+                    ctx()
+                );
+            } else {
+                assert_eq!(fb.symbol, "[unknown]");
+            }
+        }
+        assert_eq!(b.pid.map(|_| ()), Some(()), "the file has the pid");
+        assert_eq!(b.period, Some(1), "a tracepoint's period is 1");
+        assert_eq!(b.source, Source::PerfData);
+    }
+}
+
+#[test]
+fn replay_recording_gives_the_events_perf_script_printed() {
+    let bin = gunzip("fixtures/perfdata/micro-16K-replay/perf.data.gz");
+    let (got, d) = read_all(bin, Options::default());
+    let got = got.unwrap();
+    let text = text_events("fixtures/perfdata/micro-16K-replay/script-ns.txt.gz");
+    assert_same(&got, &text);
+    // 66948 sample records, counted in the text with `zcat script-ns.txt.gz | wc -l`
+    assert_eq!(got.len(), 66948);
+    assert_eq!(d.skipped, 0);
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    // the print fmt's flag helpers read as perf prints them: counts from
+    // `zcat script-ns.txt.gz | grep -o 'gfp_flags=.*' | sort | uniq -c` and the like
+    let count = |suffix: &str| got.iter().filter(|e| e.payload.ends_with(suffix)).count();
+    assert_eq!(count("(flags=SPIN)"), 2524);
+    assert_eq!(count("(flags=READ)"), 2);
+    assert_eq!(count(" flags=Ma bd"), 20513); // trailing blank of the 6-wide field trimmed, as in the text
+    assert_eq!(count("gfp_flags=GFP_TRANSHUGE_LIGHT"), 20482);
+    assert_eq!(
+        count("gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_WRITE|__GFP_COMP"),
+        1
+    );
+    assert_eq!(
+        count("gfp_flags=GFP_KERNEL_ACCOUNT|__GFP_ZERO|__GFP_COMP"),
+        172
+    );
+}
+
+#[test]
+fn g_recording_names_kernel_frames_from_the_recordings_kallsyms() {
+    let bin = gunzip("fixtures/perfdata/micro-16K-g/perf.data.gz");
+    let opts = Options {
+        kallsyms: Some(fixture_kallsyms()),
+        ..Options::default()
+    };
+    let (got, _) = read_all(bin, opts);
+    let got = got.unwrap();
+    let text = text_events("fixtures/perfdata/micro-16K-g/script-ns.txt.gz");
+    assert_same(&got, &text);
+    assert_eq!(got.len(), 38805);
+    assert!(got.iter().all(|e| !e.callchain.is_empty()));
+}
+
+fn replay_bytes() -> Vec<u8> {
+    gunzip("fixtures/perfdata/micro-16K-replay/perf.data.gz")
+}
+
+fn strict() -> Options {
+    Options::default()
+}
+
+fn lenient() -> Options {
+    let mut o = Options::default();
+    o.common.lenient = true;
+    o
+}
+
+fn binary_err(r: Result<Vec<Event>, Error>) -> (u64, String) {
+    match r {
+        Err(Error::Binary { offset, what, .. }) => (offset, what),
+        other => panic!(
+            "expected a perf.data error, got {:?}",
+            other.map(|v| v.len())
+        ),
+    }
+}
+
+#[test]
+fn bad_magic_and_short_files_are_errors_naming_the_offset() {
+    let mut b = replay_bytes();
+    b[..8].copy_from_slice(b"PERFILE3");
+    let (off, what) = binary_err(read_all(b, strict()).0);
+    assert_eq!(off, 0);
+    assert!(
+        what.contains("expected the perf.data magic PERFILE2, got \"PERFILE3\""),
+        "{what}"
+    );
+    let (off, what) = binary_err(read_all(b"PERFILE2".to_vec(), lenient()).0);
+    assert_eq!(off, 8);
+    assert!(
+        what.contains("got the end of the file after 8 byte(s)"),
+        "{what}"
+    );
+    let mut b = replay_bytes();
+    b[..8].copy_from_slice(b"2ELIFREP");
+    assert!(binary_err(read_all(b, strict()).0).1.contains("big-endian"));
+}
+
+#[test]
+fn header_pointing_past_the_end_is_an_error() {
+    let mut b = replay_bytes();
+    let len = b.len() as u64;
+    // attr section offset beyond the file
+    b[24..32].copy_from_slice(&(len + 100).to_le_bytes());
+    let (off, what) = binary_err(read_all(b, lenient()).0);
+    assert_eq!(off, 24);
+    assert!(what.contains("attr section"), "{what}");
+}
+
+#[test]
+fn cut_short_is_an_error_strict_and_reads_the_whole_records_lenient() {
+    let whole = replay_bytes();
+    let (all, _) = read_all(whole.clone(), strict());
+    let all = all.unwrap();
+    let data_off = u64_at(&whole, 40).unwrap() as usize;
+    let data_size = u64_at(&whole, 48).unwrap() as usize;
+    // cut in the middle of the data section, inside a record
+    let cut = data_off + data_size / 2 + 3;
+    let b = whole[..cut].to_vec();
+    let (off, what) = binary_err(read_all(b.clone(), strict()).0);
+    assert!(
+        off as usize <= cut && off as usize > cut - 200,
+        "{off} vs cut at {cut}"
+    );
+    assert!(what.contains("file cut short"), "{what}");
+    assert!(
+        what.contains(&format!("the file ends at byte {cut}")),
+        "{what}"
+    );
+    // lenient: the tracing data went with the feature sections; give the reader the intact
+    // file's (in real use: the running kernel's tracefs, as perf does)
+    let mut full = PerfFileReader::parse_file(Cursor::new(whole.clone()))
+        .unwrap()
+        .perf_file;
+    let td = tracing::parse(full.feature_section_data(Feature::TRACING_DATA).unwrap()).unwrap();
+    let _ = &mut full;
+    let mut o = lenient();
+    o.tracing_fallback = Some(td);
+    let (got, d) = read_all(b, o);
+    let got = got.unwrap();
+    assert_eq!(d.skipped, 1, "the partial record is counted");
+    assert!(
+        d.first[0].to_string().contains("file cut short"),
+        "{}",
+        d.first[0]
+    );
+    assert!(
+        d.notes.iter().any(|n| n.contains("no tracing data")),
+        "{:?}",
+        d.notes
+    );
+    // every sample before the cut, equal to the intact file's first ones
+    assert!(
+        got.len() > all.len() / 3 && got.len() < all.len(),
+        "{} of {}",
+        got.len(),
+        all.len()
+    );
+    // each event read from the cut file is one of the intact file's, with the same payload
+    // (the last round before the cut may come out in another order: compare as sets)
+    let key = |e: &Event| {
+        (
+            e.ts_ns,
+            e.cpu,
+            e.tid,
+            e.name.clone(),
+            e.payload.clone(),
+            e.comm.clone(),
+        )
+    };
+    let intact: std::collections::HashSet<_> = all.iter().map(key).collect();
+    let missing = got.iter().filter(|e| !intact.contains(&key(e))).count();
+    assert_eq!(missing, 0, "events of the cut file not in the intact one");
+}
+
+#[test]
+fn a_record_with_a_size_below_its_header_is_an_error() {
+    let mut b = replay_bytes();
+    let data_off = u64_at(&b, 40).unwrap() as usize;
+    b[data_off + 6..data_off + 8].copy_from_slice(&4u16.to_le_bytes());
+    let (off, what) = binary_err(read_all(b, strict()).0);
+    assert_eq!(off as usize, data_off);
+    assert!(what.contains("got size 4"), "{what}");
+}
