@@ -12,12 +12,13 @@
 //!
 //! A format file (`/sys/kernel/tracing/events/SYS/NAME/format`):
 //!
+//! (tabs shown as four spaces)
 //! ```text
 //! name: contention_begin
 //! ID: 408
 //! format:
-//! 	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-//! 	field:void * lock_addr;	offset:8;	size:8;	signed:0;
+//!     field:unsigned short common_type;    offset:0;    size:2;    signed:0;
+//!     field:void * lock_addr;    offset:8;    size:8;    signed:0;
 //!
 //! print fmt: "%p (flags=%s)", REC->lock_addr, __print_flags(REC->flags, "|", { (1U << 0), "SPIN" })
 //! ```
@@ -252,7 +253,7 @@ pub fn parse_format(system: &str, text: &str, long_size: u8) -> Option<EventForm
     })
 }
 
-/// `field:unsigned char comm[16];	offset:8;	size:16;	signed:0;`
+/// `field:unsigned char comm[16];    offset:8;    size:16;    signed:0;`
 fn parse_field(line: &str, long_size: u8) -> Option<Field> {
     let mut decl = "";
     let (mut offset, mut size, mut signed) = (None, None, false);
