@@ -60,7 +60,7 @@ pub fn open(path: &str) -> Result<Box<dyn BufRead + Send>> {
 /// events/s in its message and clear it at the end.
 pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option<ProgressBar>)> {
     let (raw, len): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
-        (Box::new(io::stdin()), None)
+        (Box::new(stdin_copy()?), None)
     } else {
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = f.metadata().ok().map(|m| m.len());
@@ -84,6 +84,48 @@ pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option
         ))
     } else {
         Ok((Box::new(buf), pb))
+    }
+}
+
+/// Standard input, from a copy: it can be read only once, and a command may read an input
+/// twice (format detection, then the parse; `lock_stats` from one reader, the per-event tables
+/// from another). The first open copies it into an unlinked temporary file (disk, not memory,
+/// whatever its size; the system removes it when lockcast exits); every open reads that copy
+/// from the start with its own offset.
+fn stdin_copy() -> Result<StdinCopy> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static COPY: OnceLock<Mutex<Option<Arc<File>>>> = OnceLock::new();
+    let io_err = |e| Error::io("-", e);
+    let mut guard = COPY
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .map_err(|_| Error::Input("-: standard input copy poisoned".into()))?;
+    let file = match guard.as_ref() {
+        Some(f) => Arc::clone(f),
+        None => {
+            let mut tmp = tempfile::tempfile().map_err(io_err)?;
+            io::copy(&mut io::stdin().lock(), &mut tmp).map_err(io_err)?;
+            let f = Arc::new(tmp);
+            *guard = Some(Arc::clone(&f));
+            f
+        }
+    };
+    Ok(StdinCopy { file, pos: 0 })
+}
+
+/// A reader of the standard-input copy with its own position (positioned reads, so several
+/// readers never move each other's offset).
+struct StdinCopy {
+    file: std::sync::Arc<File>,
+    pos: u64,
+}
+
+impl Read for StdinCopy {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 

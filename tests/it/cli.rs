@@ -345,3 +345,41 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     v
 }
+
+/// `-` read by commands that open their input twice (detect, then parse; lock_stats, then the
+/// per-event tables): the help's `perf lock report 2>&1 | lockcast parse - --to json -o -`, and
+/// a trace's tables from stdin, equal to the same file given by name.
+#[test]
+fn cli_stdin_is_read_twice_from_its_copy() {
+    let raw = std::fs::read(fixture("captures/micro-16K-r1/contention.txt")).unwrap();
+    let o = lockcast_stdin(&["parse", "-", "--to", "json", "-o", "-"], &raw);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 18 rows in the table; the first is folio_batch_move_lru+0x88 with 14082 contentions
+    assert_eq!(v.as_array().map(Vec::len), Some(18));
+    assert_eq!(v[0]["contended"], 14082);
+    // a trace: lock_stats from one reader, page_alloc from another, both from stdin
+    let trace = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
+    let gz = std::fs::read(repo().join(trace)).unwrap();
+    let args = |input: &str| -> Vec<String> {
+        ["parse", input, "--table", "lock_stats,page_alloc"]
+            .map(String::from)
+            .to_vec()
+    };
+    let from_stdin = lockcast_stdin(
+        &args("-").iter().map(String::as_str).collect::<Vec<_>>(),
+        &gz,
+    );
+    assert!(from_stdin.status.success(), "{}", stderr(&from_stdin));
+    let named = lockcast(&args(trace).iter().map(String::as_str).collect::<Vec<_>>());
+    let counts = |o: &std::process::Output| -> Vec<String> {
+        stdout(o)
+            .lines()
+            .filter(|l| l.ends_with(" rows"))
+            .map(str::to_string)
+            .collect()
+    };
+    // 20801 mm_page_alloc events in the raw text (see the ingest tests)
+    assert!(counts(&from_stdin).contains(&"page_alloc: 20801 rows".to_string()));
+    assert_eq!(counts(&from_stdin), counts(&named));
+}
