@@ -18,8 +18,8 @@
 //!
 //! The binary runs in the repository with repo-relative paths, so the paths printed in the
 //! outputs do not depend on where the checkout is. A difference, a missing golden file and a
-//! golden file no input produces any more all fail the test; a panic or an internal error
-//! (exit 1) fails it even when blessing. `LOCKCAST_BLESS=1 cargo test --test it golden`
+//! golden file no input produces any more all fail the test; a panic, or an exit status other
+//! than 0, 3 (bad input) and 4 (I/O), fails it even when blessing. `LOCKCAST_BLESS=1 cargo test --test it golden`
 //! rewrites the files (and removes stale ones); review the change with `git diff tests/golden`.
 //! `LOCKCAST_GOLDEN_ONLY=PART` checks (or blesses) only the inputs and diffs whose path or name
 //! contains PART, and skips the stale-file check: a quick loop while changing one format (the
@@ -37,8 +37,8 @@ use sha2::{Digest, Sha256};
 
 use crate::common::*;
 
-/// CSVs larger than this are kept as a head and a hash (32 KiB, not more: the traces' event
-/// tables would make the golden tree several MB).
+/// CSVs larger than this are kept as a head and a hash (with 64 KiB the tree would be 4.3 MB,
+/// with 32 KiB it is 3.5 MB: the traces' event tables are most of it).
 const MAX_CSV: u64 = 32 * 1024;
 /// Rows (after the header) kept of a CSV larger than [`MAX_CSV`].
 const HEAD_ROWS: usize = 40;
