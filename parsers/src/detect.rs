@@ -262,6 +262,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_binary_magic_wins_over_the_lines_after_it() {
+        // the fuzzer's case: perf.data's magic followed by a perf lock header line
+        let data = b"PERFILE2 contended   total wait     max wait     avg wait         type   caller\n";
+        let mut r: &[u8] = data;
+        assert_eq!(detect(&mut r).ok().flatten(), Some(Format::PerfData));
+        assert_eq!(detect_bytes(data), Some(Format::PerfData));
+        assert_eq!(
+            detect_lines(String::from_utf8_lossy(&data[8..]).lines()),
+            Some(Format::PerfLock)
+        );
+    }
+
+    #[test]
     fn every_format_has_one_row_and_a_way_to_be_recognised() {
         for f in [
             Format::PerfLock,
