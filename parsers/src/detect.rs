@@ -264,7 +264,8 @@ mod tests {
     #[test]
     fn a_binary_magic_wins_over_the_lines_after_it() {
         // the fuzzer's case: perf.data's magic followed by a perf lock header line
-        let data = b"PERFILE2 contended   total wait     max wait     avg wait         type   caller\n";
+        let data =
+            b"PERFILE2 contended   total wait     max wait     avg wait         type   caller\n";
         let mut r: &[u8] = data;
         assert_eq!(detect(&mut r).ok().flatten(), Some(Format::PerfData));
         assert_eq!(detect_bytes(data), Some(Format::PerfData));
