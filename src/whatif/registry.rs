@@ -3,8 +3,6 @@
 //! [`super::work`]) alike. `lockcast whatif --help`, the unknown-policy error and the dispatch
 //! all come from [`POLICIES`]; a new policy is its file plus one row here.
 
-use std::collections::BTreeMap;
-
 use super::params::Set;
 use super::policy::{self, Context, Policy};
 use super::summary::{self, SummaryOutcome};
@@ -176,11 +174,6 @@ pub fn help(width: usize) -> String {
         s.push('\n');
     }
     s
-}
-
-/// Parameters of each policy as `--help` shows them (for tests and docs).
-pub fn params_help() -> BTreeMap<&'static str, &'static str> {
-    POLICIES.iter().map(|p| (p.name, p.params)).collect()
 }
 
 #[cfg(test)]

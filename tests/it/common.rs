@@ -164,3 +164,62 @@ pub fn capture_files() -> Vec<CaptureFile> {
     }
     out
 }
+
+/// `lockcast report --json` of a trace against `perf lock contention` of the same recording,
+/// per caller and lock type: the same callers, the same contended counts, total waits within
+/// perf's rounding. Returns lockcast's (contended, total wait ns) per (caller, type).
+pub fn report_agrees_with_perf_lock(
+    report_json: &[u8],
+    contention_txt: &std::path::Path,
+) -> std::collections::BTreeMap<(String, String), (u64, u64)> {
+    use std::collections::BTreeMap;
+    let v: serde_json::Value = serde_json::from_slice(report_json).unwrap();
+    let ours: BTreeMap<(String, String), (u64, u64)> = v[0]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["caller"].as_str().unwrap().to_string(),
+                    r["type"].as_str().unwrap().to_string(),
+                ),
+                (
+                    r["contended"].as_u64().unwrap(),
+                    r["total_wait_ns"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    let f = std::fs::File::open(contention_txt).unwrap();
+    let perf = lockcast_parsers::perf_lock::parse_all(
+        std::io::BufReader::new(f),
+        &lockcast_parsers::perf_lock::Options::default(),
+    )
+    .unwrap();
+    // perf keys rows by call stack; sum them per caller+type
+    let mut theirs: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
+    for r in &perf.tables[0].rows {
+        let e = theirs
+            .entry((r.caller.clone().unwrap(), r.lock_type.clone().unwrap()))
+            .or_default();
+        let t = r.total_wait.unwrap();
+        e.0 += r.contended.unwrap();
+        e.1 += t.ns;
+        e.2 += t.err_ns;
+    }
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "same callers"
+    );
+    for (k, (c, w)) in &ours {
+        let (pc, pw, perr) = theirs[k];
+        assert_eq!(*c, pc, "{k:?} contended");
+        assert!(
+            w.abs_diff(pw) <= perr,
+            "{k:?}: ours {w} ns, perf {pw} ± {perr}"
+        );
+    }
+    ours
+}

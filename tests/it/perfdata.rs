@@ -191,52 +191,7 @@ fn perfdata_report_agrees_with_perf_lock_contention_of_the_same_file() {
         ],
         &cache,
     );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let ours: BTreeMap<(String, String), (u64, u64)> = v[0]["top"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                (
-                    r["caller"].as_str().unwrap().to_string(),
-                    r["type"].as_str().unwrap().to_string(),
-                ),
-                (
-                    r["contended"].as_u64().unwrap(),
-                    r["total_wait_ns"].as_u64().unwrap(),
-                ),
-            )
-        })
-        .collect();
-    let f = std::fs::File::open(repo().join(G).join("contention.txt")).unwrap();
-    let perf = lockcast_parsers::perf_lock::parse_all(
-        std::io::BufReader::new(f),
-        &lockcast_parsers::perf_lock::Options::default(),
-    )
-    .unwrap();
-    let mut theirs: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
-    for r in &perf.tables[0].rows {
-        let e = theirs
-            .entry((r.caller.clone().unwrap(), r.lock_type.clone().unwrap()))
-            .or_default();
-        let t = r.total_wait.unwrap();
-        e.0 += r.contended.unwrap();
-        e.1 += t.ns;
-        e.2 += t.err_ns;
-    }
-    assert_eq!(
-        ours.keys().collect::<Vec<_>>(),
-        theirs.keys().collect::<Vec<_>>()
-    );
-    for (k, (c, w)) in &ours {
-        let (pc, pw, perr) = theirs[k];
-        assert_eq!(*c, pc, "{k:?} contended");
-        assert!(
-            w.abs_diff(pw) <= perr,
-            "{k:?}: ours {w} ns, perf {pw} ± {perr}"
-        );
-    }
+    let ours = report_agrees_with_perf_lock(&o.stdout, &repo().join(G).join("contention.txt"));
     // contention.txt: 3899 at folio_batch_move_lru+0x88
     assert_eq!(
         ours[&("folio_batch_move_lru+0x88".into(), "spinlock".into())].0,
