@@ -328,7 +328,7 @@ impl Policy for FbatchDrain {
     }
     fn describe(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
-        if self.name == "dead-prefree" {
+        if self.dead == DeadRule::Prefree {
             return m;
         }
         m.insert(
