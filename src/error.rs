@@ -48,6 +48,13 @@ pub enum Error {
     /// Drawing or encoding a chart failed (a bug: charts are drawn in memory).
     #[error("{0}")]
     Plot(String),
+    /// `lockcast record` could not make the capture: not root, perf or a tracepoint missing,
+    /// the workload or perf failed.
+    #[error("{0}")]
+    Record(String),
+    /// Interrupted (Ctrl-C) after putting back what was changed.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 fn parse_message(path: &str, e: &ParseError) -> String {
@@ -102,6 +109,8 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Usage(_) => 2,
             Error::Polars { .. } | Error::Plot(_) => 1,
+            Error::Record(_) => 5,
+            Error::Interrupted(_) => 130,
         }
     }
 }

@@ -20,21 +20,47 @@ pub struct InputSpec {
     pub block: Option<u32>,
 }
 
+/// The capture files a capture directory may hold, in the order one is picked: what
+/// `lockcast record` writes, then what the fixture scripts write.
+pub const CAPTURE_NAMES: [&str; 6] = [
+    "perf.data",
+    "perf.data.gz",
+    "perf.data.zst",
+    "script-ns.txt",
+    "script-ns.txt.gz",
+    "script-ns.txt.zst",
+];
+
+/// A capture directory stands for the capture in it (`lockcast record -o DIR`); any other
+/// path is itself.
+pub fn resolve_dir(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    if path == "-" || !p.is_dir() {
+        return path.to_string();
+    }
+    CAPTURE_NAMES
+        .iter()
+        .map(|n| p.join(n))
+        .find(|f| f.is_file())
+        .map_or_else(|| path.to_string(), |f| f.to_string_lossy().into_owned())
+}
+
 impl InputSpec {
-    /// Parse `path` or `path#N`. A `#` not followed by digits only is part of the path.
+    /// Parse `path` or `path#N`. A `#` not followed by digits only is part of the path. A
+    /// capture directory is replaced by the capture in it ([`resolve_dir`]).
     pub fn parse(s: &str) -> Self {
         if let Some((p, n)) = s.rsplit_once('#') {
             if !p.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
                 if let Ok(block) = n.parse::<u32>() {
                     return InputSpec {
-                        path: p.to_string(),
+                        path: resolve_dir(p),
                         block: Some(block),
                     };
                 }
             }
         }
         InputSpec {
-            path: s.to_string(),
+            path: resolve_dir(s),
             block: None,
         }
     }
@@ -176,5 +202,17 @@ mod tests {
         );
         assert_eq!(InputSpec::parse("x#y").block, None);
         assert_eq!(InputSpec::parse("#3").path, "#3");
+    }
+
+    #[test]
+    fn a_capture_directory_is_its_capture() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_string_lossy().into_owned();
+        assert_eq!(resolve_dir(&dir), dir, "nothing in it: itself");
+        std::fs::write(d.path().join("script-ns.txt.gz"), b"").unwrap();
+        assert!(resolve_dir(&dir).ends_with("/script-ns.txt.gz"));
+        std::fs::write(d.path().join("perf.data"), b"").unwrap();
+        assert!(InputSpec::parse(&dir).path.ends_with("/perf.data"));
+        assert_eq!(resolve_dir("-"), "-");
     }
 }

@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod input;
 pub mod output;
 pub mod plots;
+pub mod record;
 pub mod stats;
 pub mod units;
 pub mod whatif;

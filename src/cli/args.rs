@@ -16,6 +16,8 @@ Exit codes:
   2  usage error (bad options)
   3  bad input: unknown format, malformed line (file:line:col is printed), missing table
   4  I/O error: a file could not be read or written, a gzip/zstd stream damaged or cut short
+  5  record: not root, perf or a tracepoint missing, perf or the workload failed
+  130 record: interrupted (Ctrl-C), after putting back every setting it changed
 On error nothing is written: outputs go to a temporary file renamed into place when complete.
 --lenient skips malformed lines and prints how many (each skipped line costs at most its own
 row or event); lines over 1 MiB are malformed lines, never buffered.
@@ -74,6 +76,61 @@ order, and the `match` column says which rows were paired that way.")]
     /// Check a prediction: replay BASE through POLICY and compare with what AFTER measured.
     #[command(after_help = VALIDATE_HELP)]
     Validate(ValidateArgs),
+    /// Record the capture a what-if policy needs (root): untraced run, events, lock-only run, meta.
+    #[command(after_help = RECORD_HELP)]
+    Record(RecordArgs),
+}
+
+const RECORD_HELP: &str = "\
+Runs the workload four or five times: `perf stat` untraced (the time scale), `perf record` of the
+events the policy's replay needs (no call chains unless it needs them: they stretch every hold),
+the lock events alone (how much the other events add), and when no call chain showed which
+spinlock slowpath the kernel runs, a short `perf record -g` probe (remembered for the boot).
+DIR gets perf.data, contention.txt (perf lock contention of it), contention-lockonly.txt,
+perf-stat.csv, meta and the logs; it appears only when everything succeeded. No kernel setting
+changes unless --mthp asks; then every mTHP size is put back on exit, also on Ctrl-C.
+
+Examples:
+  sudo lockcast record -o base -- ./lrufault -t 2 -s 16 -l 10 -a dontneed
+  sudo lockcast record --mthp 16K -o base16 -- ./lrufault -t 2 -s 16 -l 10
+  lockcast whatif lru-cache base16
+  sudo lockcast record --mthp 32K -o after32 -- ./lrufault -t 2 -s 16 -l 10
+  lockcast validate folio-size base16 after32
+  sudo lockcast record --policy fbatch-drain -o churn -- ./foliochurn -p 4 -k 128 -l 300";
+
+/// `lockcast record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The what-if policy the capture is for (decides the events; see `lockcast whatif --help`).
+    #[arg(long, default_value = "lru-cache")]
+    pub policy: String,
+    /// Output directory (must not exist unless --force).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "DIR",
+        default_value = "lockcast-capture"
+    )]
+    pub out: PathBuf,
+    /// Replace DIR if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Set this mTHP size for anonymous faults while recording (4K = no large folios);
+    /// every size is restored after.
+    #[arg(long, value_name = "SIZE")]
+    pub mthp: Option<String>,
+    /// The perf binary.
+    #[arg(long, default_value = "perf")]
+    pub perf: String,
+    /// Skip the lock-only run (no observer-effect note).
+    #[arg(long)]
+    pub no_lockonly: bool,
+    /// perf record's buffer, pages per CPU (-m).
+    #[arg(long, default_value_t = 4096)]
+    pub mmap_pages: u32,
+    /// The workload: the command after `--` and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
 }
 
 /// `whatif --help`: the policies from the registry, then what captures they need.

@@ -5,6 +5,7 @@ mod args;
 mod demo;
 mod parse;
 mod plot;
+mod record;
 mod report;
 mod warn;
 mod whatif;
@@ -27,6 +28,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Whatif(a) => whatif::whatif(a),
         Command::Validate(a) => whatif::validate(a),
         Command::Plot(a) => plot::plot(a),
+        Command::Record(a) => record::run(a),
     }
 }
 

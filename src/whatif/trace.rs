@@ -189,6 +189,7 @@ impl Trace {
 
 /// Read a trace capture (format detected, gzip/zstd transparent, `-` for stdin).
 pub fn read(path: &str, lenient: bool) -> Result<Trace> {
+    let path = &crate::input::resolve_dir(path);
     let spec = InputSpec {
         path: path.to_string(),
         block: None,

@@ -14,6 +14,7 @@ mod limits;
 mod mutation;
 mod perfdata;
 mod plots;
+mod record;
 mod seed;
 mod traces;
 mod whatif;

@@ -1,0 +1,137 @@
+//! Which events a policy's replay needs, and how to record them at low overhead.
+//!
+//! The replay rebuilds every `lru_lock` hold from the mm events around it (docs/MODELS.md §2):
+//! `pagemap:mm_lru_insertion` and `kmem:mm_page_alloc` give the folios a drain moves,
+//! `kmem:mm_page_free` the free-side holds, `lock:contention_begin/end` the waits the
+//! calibration places. Call chains stretch every hold several-fold (a `-g` recording of the
+//! seed benchmark replays to a fifth of its measured contention), so they are taken only
+//! where a policy cannot do without them, and then not on the per-folio events.
+
+/// One `perf record -e` event and whether it takes a call chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// `subsystem:name`.
+    pub name: &'static str,
+    /// Record a call chain with it (`-g`); the others get `/call-graph=no/`.
+    pub chain: bool,
+}
+
+/// A recording recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipe {
+    /// Short name, as in the meta file.
+    pub name: &'static str,
+    /// What it records.
+    pub events: Vec<Event>,
+}
+
+const fn plain(name: &'static str) -> Event {
+    Event { name, chain: false }
+}
+
+const fn chained(name: &'static str) -> Event {
+    Event { name, chain: true }
+}
+
+/// The five events every lock replay needs.
+const REPLAY: [&str; 5] = [
+    "lock:contention_begin",
+    "lock:contention_end",
+    "pagemap:mm_lru_insertion",
+    "kmem:mm_page_alloc",
+    "kmem:mm_page_free",
+];
+
+/// The lock events alone: the observer-effect yardstick.
+pub const LOCK_ONLY: [&str; 2] = ["lock:contention_begin", "lock:contention_end"];
+
+/// The recipe for `policy` (a name from the what-if registry).
+///
+/// The fbatch policies need the drain sites (call chains on the lock and the insertion
+/// events) and the moment folios die (the madvise syscalls): the recipe of
+/// fixtures/capture-fbatch.sh. The work policies read a directory of their own making
+/// (fixtures/capture-lazyfree.sh) and are refused here.
+pub fn for_policy(policy: &str) -> Result<Recipe, String> {
+    match policy {
+        "baseline" | "lru-cache" | "folio-size" => Ok(Recipe {
+            name: "replay",
+            events: REPLAY.iter().map(|&e| plain(e)).collect(),
+        }),
+        "fbatch-drain" | "dead-prefree" => Ok(Recipe {
+            name: "fbatch",
+            events: vec![
+                chained("lock:contention_begin"),
+                chained("lock:contention_end"),
+                chained("syscalls:sys_enter_madvise"),
+                chained("syscalls:sys_exit_madvise"),
+                plain("pagemap:mm_lru_insertion"),
+                plain("kmem:mm_page_alloc"),
+                plain("kmem:mm_page_free"),
+            ],
+        }),
+        "lazyfree-thp" | "khugepaged-lazyfree" => Err(format!(
+            "{policy} reads a capture directory of its own (samples, reclaim stats, khugepaged scans): \
+             make it with fixtures/capture-lazyfree.sh"
+        )),
+        other => Err(format!(
+            "no recording recipe for policy `{other}` (see `lockcast whatif --help` for the policies)"
+        )),
+    }
+}
+
+impl Recipe {
+    /// Does any event take a call chain?
+    pub fn chains(&self) -> bool {
+        self.events.iter().any(|e| e.chain)
+    }
+
+    /// The `perf record` event options: `-e NAME` each, `-g` once when some take a chain, and
+    /// `/call-graph=no/` on the ones that do not.
+    pub fn perf_args(&self) -> Vec<String> {
+        let g = self.chains();
+        let mut v = Vec::new();
+        if g {
+            v.push("-g".to_string());
+        }
+        for e in &self.events {
+            v.push("-e".to_string());
+            v.push(if g && !e.chain {
+                format!("{}/call-graph=no/", e.name)
+            } else {
+                e.name.to_string()
+            });
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_recipe_has_no_call_chains() {
+        let r = for_policy("lru-cache").unwrap();
+        assert!(!r.chains());
+        assert_eq!(
+            r.perf_args().join(" "),
+            "-e lock:contention_begin -e lock:contention_end -e pagemap:mm_lru_insertion \
+             -e kmem:mm_page_alloc -e kmem:mm_page_free"
+        );
+    }
+
+    #[test]
+    fn fbatch_recipe_chains_only_lock_and_madvise() {
+        let a = for_policy("fbatch-drain").unwrap().perf_args().join(" ");
+        assert!(a.starts_with("-g -e lock:contention_begin "), "{a}");
+        assert!(a.contains("-e kmem:mm_page_free/call-graph=no/"), "{a}");
+        assert!(a.contains("-e syscalls:sys_exit_madvise -e"), "{a}");
+    }
+
+    #[test]
+    fn work_policies_are_refused_with_the_script_to_use() {
+        let e = for_policy("lazyfree-thp").unwrap_err();
+        assert!(e.contains("capture-lazyfree.sh"), "{e}");
+        assert!(for_policy("nope").is_err());
+    }
+}
