@@ -128,6 +128,9 @@ pub struct RecordArgs {
     /// perf record's buffer, pages per CPU (-m).
     #[arg(long, default_value_t = 4096)]
     pub mmap_pages: u32,
+    /// Leave EVENT out of the recipe (repeatable): to see what a what-if says without it.
+    #[arg(long, value_name = "EVENT")]
+    pub without: Vec<String>,
     /// The workload: the command after `--` and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,

@@ -21,6 +21,7 @@ pub fn run(a: RecordArgs) -> Result<()> {
         no_lockonly: a.no_lockonly,
         cmd: a.cmd,
         mmap_pages: a.mmap_pages,
+        without: a.without,
     };
     let mut say = |s: &str| eprintln!("lockcast record: {s}");
     let r = record::record(&plan, &mut say)?;

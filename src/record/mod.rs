@@ -49,6 +49,8 @@ pub struct Plan {
     /// `perf record -m` (pages per CPU buffer): big enough that the seed benchmark loses
     /// nothing on 2 CPUs.
     pub mmap_pages: u32,
+    /// Events of the recipe left out (fixtures that show what a what-if says without them).
+    pub without: Vec<String>,
 }
 
 /// What was recorded.
@@ -178,7 +180,9 @@ fn lost_in(stats: &str) -> u64 {
 
 /// Record `plan`.
 pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
-    let r = recipe::for_policy(&plan.policy).map_err(Error::Usage)?;
+    let r = recipe::for_policy(&plan.policy)
+        .and_then(|r| r.without(&plan.without))
+        .map_err(Error::Usage)?;
     let version = preflight(plan, &r)?;
     let stop = Arc::new(AtomicBool::new(false));
     // A handler (not SIG_IGN, which children would inherit) so Ctrl-C stops the workload
@@ -353,6 +357,7 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
             format!("lockcast record {}", env!("CARGO_PKG_VERSION")),
         ),
         ("recipe", r.name.to_string()),
+        ("recipe_without", plan.without.join(",")),
         ("policy", plan.policy.clone()),
         ("kernel", kernel.trim().to_string()),
         ("nproc", nproc.to_string()),

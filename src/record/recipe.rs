@@ -80,6 +80,22 @@ pub fn for_policy(policy: &str) -> Result<Recipe, String> {
 }
 
 impl Recipe {
+    /// The recipe minus `drop` (each must be one of its events).
+    pub fn without(mut self, drop: &[String]) -> Result<Recipe, String> {
+        for d in drop {
+            if !self.events.iter().any(|e| e.name == d) {
+                let have: Vec<&str> = self.events.iter().map(|e| e.name).collect();
+                return Err(format!(
+                    "--without {d}: not an event of the {} recipe ({})",
+                    self.name,
+                    have.join(" ")
+                ));
+            }
+        }
+        self.events.retain(|e| !drop.iter().any(|d| d == e.name));
+        Ok(self)
+    }
+
     /// Does any event take a call chain?
     pub fn chains(&self) -> bool {
         self.events.iter().any(|e| e.chain)
@@ -126,6 +142,15 @@ mod tests {
         assert!(a.starts_with("-g -e lock:contention_begin "), "{a}");
         assert!(a.contains("-e kmem:mm_page_free/call-graph=no/"), "{a}");
         assert!(a.contains("-e syscalls:sys_exit_madvise -e"), "{a}");
+    }
+
+    #[test]
+    fn without_drops_one_event_and_refuses_others() {
+        let r = for_policy("baseline").unwrap();
+        let w = r.clone().without(&["kmem:mm_page_free".to_string()]).unwrap();
+        assert_eq!(w.events.len(), 4);
+        assert!(!w.perf_args().join(" ").contains("mm_page_free"));
+        assert!(r.without(&["sched:sched_switch".to_string()]).is_err());
     }
 
     #[test]
