@@ -138,7 +138,7 @@ pub fn before(
     let absent: Vec<&'static Need> = needs.events.iter().filter(|n| !has(n)).collect();
     for n in &absent {
         if n.essential {
-            errors.push(format!("no {} events ({})", n.any_of.join(" or "), n.why));
+            errors.push(format!("no {} events: {}", n.any_of.join(" or "), n.why));
         } else {
             missing.events.push(n);
         }
@@ -164,7 +164,6 @@ pub fn before(
         let all: Vec<&str> = needs
             .events
             .iter()
-            .filter(|n| n.essential || absent.iter().any(|a| std::ptr::eq(*a, *n)))
             .flat_map(|n| n.any_of.first().copied())
             .collect();
         let add: Vec<&str> = absent.iter().flat_map(|n| n.any_of.first().copied()).collect();
