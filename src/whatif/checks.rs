@@ -166,7 +166,10 @@ pub fn before(
             .iter()
             .flat_map(|n| n.any_of.first().copied())
             .collect();
-        let add: Vec<&str> = absent.iter().flat_map(|n| n.any_of.first().copied()).collect();
+        let add: Vec<&str> = absent
+            .iter()
+            .flat_map(|n| n.any_of.first().copied())
+            .collect();
         let mut msg = format!(
             "{}: cannot answer {policy} from this capture:\n  - {}",
             t.path,

@@ -37,9 +37,9 @@ use crate::analyses::stat_row::StatRow;
 use crate::error::{Error, Result};
 
 use super::params::{self, Set};
+use super::policy::DrainRule;
 use super::verdict::{Level, Verdict};
 use crate::whatif::reconstruct::FOLIO_BATCH;
-use super::policy::DrainRule;
 
 /// Untraced per-folio cost inside an `lru_lock` hold, ns: the spacing of `mm_lru_insertion`
 /// events in a drain (741 ns in fixtures/replay/micro-4K-r1) minus the spacing of
@@ -462,12 +462,16 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             "f must be strictly between 0 and 1 (a hold has a fixed and a per-folio part)".into(),
         ));
     }
-    if !(s1_ns > 0.0) || p.hold_ns.is_some_and(|h| !(h > s1_ns)) {
+    // written as "not greater" so a NaN from the command line is refused too
+    let above = |x: f64, floor: f64| x > floor;
+    if !above(s1_ns, 0.0) || p.hold_ns.is_some_and(|h| !above(h, s1_ns)) {
         return Err(Error::Usage(
             "s1_ns must be positive and hold_ns longer than s1_ns (a 1-folio hold includes one folio's work)".into(),
         ));
     }
-    if p.duration_s.is_some_and(|d| !(d > 0.0)) || p.acquisitions.is_some_and(|a| !(a > 0.0)) {
+    if p.duration_s.is_some_and(|d| !above(d, 0.0))
+        || p.acquisitions.is_some_and(|a| !above(a, 0.0))
+    {
         return Err(Error::Usage(
             "acquisitions and duration_s must be positive".into(),
         ));
@@ -518,9 +522,23 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
                  acquisitions (no lockdep), so it does not tell the load"
                     .to_string(),
             );
-            (None, if p.duration_s.is_some() { "duration_s" } else { "unknown" })
+            (
+                None,
+                if p.duration_s.is_some() {
+                    "duration_s"
+                } else {
+                    "unknown"
+                },
+            )
         }
-        (None, None) => (None, if p.duration_s.is_some() { "duration_s" } else { "unknown" }),
+        (None, None) => (
+            None,
+            if p.duration_s.is_some() {
+                "duration_s"
+            } else {
+                "unknown"
+            },
+        ),
     };
     if acq.is_some_and(|a| a < contended as f64) {
         return Err(Error::Input(format!(
@@ -535,7 +553,9 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         ("s1_ns", s1_ns.to_string()),
         (
             "acquisitions",
-            acq.map_or(format!("unknown ({acq_source})"), |a| format!("{a} ({acq_source})")),
+            acq.map_or(format!("unknown ({acq_source})"), |a| {
+                format!("{a} ({acq_source})")
+            }),
         ),
         ("observation", p.observation.clone()),
         ("max_cached_pages", mcp.to_string()),
@@ -551,24 +571,26 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
     if let Some(h) = p.hold_ns {
         params.insert("hold_ns".into(), h.to_string());
     }
-    let base = |point: Point, sweep: Vec<Point>, acquisitions: Option<f64>, notes: Vec<String>| SummaryOutcome {
-        policy: policy.to_string(),
-        params: params.clone(),
-        source: format!("{source} line {}", row.line),
-        lock: row.name.clone().or(row.symbol.clone()).unwrap_or_default(),
-        contended,
-        total_wait_ns,
-        predicted_contended: (contended as f64 / point.ratio_contended).round() as u64,
-        predicted_total_wait_ns: (total_wait_ns as f64 / point.ratio_total_wait).round() as u64,
-        ratio_contended_range: range(&sweep, &|p| p.ratio_contended),
-        ratio_total_wait_range: range(&sweep, &|p| p.ratio_total_wait),
-        point,
-        sweep,
-        identity: None,
-        acquisitions,
-        acquisitions_source: acq_source.to_string(),
-        notes,
-        verdict: Verdict::default(),
+    let base = |point: Point, sweep: Vec<Point>, acquisitions: Option<f64>, notes: Vec<String>| {
+        SummaryOutcome {
+            policy: policy.to_string(),
+            params: params.clone(),
+            source: format!("{source} line {}", row.line),
+            lock: row.name.clone().or(row.symbol.clone()).unwrap_or_default(),
+            contended,
+            total_wait_ns,
+            predicted_contended: (contended as f64 / point.ratio_contended).round() as u64,
+            predicted_total_wait_ns: (total_wait_ns as f64 / point.ratio_total_wait).round() as u64,
+            ratio_contended_range: range(&sweep, &|p| p.ratio_contended),
+            ratio_total_wait_range: range(&sweep, &|p| p.ratio_total_wait),
+            point,
+            sweep,
+            identity: None,
+            acquisitions,
+            acquisitions_source: acq_source.to_string(),
+            notes,
+            verdict: Verdict::default(),
+        }
     };
     // the patch changes nothing where it batches as today does: exactly 1.0, no model
     if k_main == k_today && k_alt == k_today {
@@ -643,8 +665,16 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
                 s1_ns: s1,
                 f: fit.f,
                 hold_ns: fit.s_add,
-                ratio_contended: if ek.c > 0.0 { e1.c / ek.c } else { f64::INFINITY },
-                ratio_total_wait: if ek.w > 0.0 { e1.w / ek.w } else { f64::INFINITY },
+                ratio_contended: if ek.c > 0.0 {
+                    e1.c / ek.c
+                } else {
+                    f64::INFINITY
+                },
+                ratio_total_wait: if ek.w > 0.0 {
+                    e1.w / ek.w
+                } else {
+                    f64::INFINITY
+                },
             },
             fit,
         ))

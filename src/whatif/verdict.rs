@@ -24,9 +24,7 @@ pub const UNCOVERED_ROUGH: f64 = 0.05;
 pub const UNCOVERED_POOR: f64 = 0.25;
 
 /// The verdict's level, worst last.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// The replay reproduces the capture: the ratios can be quoted with their interval.

@@ -396,7 +396,9 @@ fn waits_without_lru_hold(path: &std::path::Path, lock: &str) -> (u64, u64) {
         let Some(cpu) = w.iter().find(|t| t.starts_with('[')) else {
             continue;
         };
-        let Some(ev) = w.iter().find(|t| t.contains(':') && t.ends_with(':') && !t.starts_with(|c: char| c.is_ascii_digit())) else {
+        let Some(ev) = w.iter().find(|t| {
+            t.contains(':') && t.ends_with(':') && !t.starts_with(|c: char| c.is_ascii_digit())
+        }) else {
             continue;
         };
         let cpu = cpu.to_string();
@@ -411,11 +413,9 @@ fn waits_without_lru_hold(path: &std::path::Path, lock: &str) -> (u64, u64) {
             "pagemap:mm_lru_insertion:" | "kmem:mm_page_free:" => {
                 awaiting.insert(cpu, false);
             }
-            "lock:contention_begin:" | "kmem:mm_page_alloc:" => {
-                if open {
-                    uncovered += 1;
-                    awaiting.insert(cpu, false);
-                }
+            "lock:contention_begin:" | "kmem:mm_page_alloc:" if open => {
+                uncovered += 1;
+                awaiting.insert(cpu, false);
             }
             _ => {}
         }
@@ -434,17 +434,17 @@ fn whatif_warns_with_the_uncovered_share_on_a_capture_without_page_free() {
     assert!(meta.contains("recipe_without=kmem:mm_page_free"));
     let p = path.to_string_lossy();
     let v = json_of(&["whatif", "baseline", &p, "--json", "--bootstrap", "0"]);
-    let lock = v["rows"][0]["lock"].as_str().unwrap_or_default().to_string();
+    let lock = v["rows"][0]["lock"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let (unc, waits) = waits_without_lru_hold(&path, &format!(": {lock} "));
     assert_eq!(v["rows"][0]["measured"]["contended"].as_u64(), Some(waits));
     assert!(unc > 0 && waits > 0);
     let share = unc as f64 / waits as f64;
     let warn = v["warnings"]
         .as_array()
-        .and_then(|w| {
-            w.iter()
-                .find(|w| w["check"] == "missing kmem:mm_page_free")
-        })
+        .and_then(|w| w.iter().find(|w| w["check"] == "missing kmem:mm_page_free"))
         .cloned()
         .unwrap_or_default();
     assert!(
@@ -500,7 +500,10 @@ fn whatif_refuses_a_capture_missing_an_essential_event_naming_the_options() {
     let out = lockcast(&["whatif", "baseline", &us.to_string_lossy()]);
     assert_eq!(out.status.code(), Some(3));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("1000 ns resolution") && e.contains("perf script --ns"), "{e}");
+    assert!(
+        e.contains("1000 ns resolution") && e.contains("perf script --ns"),
+        "{e}"
+    );
 }
 
 fn summary(table: &str, sets: &[&str]) -> std::process::Output {
@@ -518,18 +521,29 @@ fn summary_mode_is_the_identity_where_the_patch_batches_as_today() {
     let t = fixture("captures/micro-4K-r1/contention.txt");
     let t = t.to_string_lossy();
     let out = summary(&t, &["folio_kb=4", "cpus=2", "observation=paravirt"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["point"]["ratio_contended"], 1.0);
     assert_eq!(v["point"]["ratio_total_wait"], 1.0);
     assert_eq!(v["predicted_contended"], v["contended"]);
-    assert!(v["identity"].as_str().is_some_and(|s| s.contains("order-0")));
+    assert!(v["identity"]
+        .as_str()
+        .is_some_and(|s| s.contains("order-0")));
     assert_eq!(v["verdict"]["level"], "good");
     // 64 KiB folios are 16 pages: with max_cached_pages=16 they are not cached
     let t = fixture("captures/micro-64K-r1/contention.txt");
     let out = summary(
         &t.to_string_lossy(),
-        &["folio_kb=64", "cpus=2", "observation=paravirt", "max_cached_pages=16"],
+        &[
+            "folio_kb=64",
+            "cpus=2",
+            "observation=paravirt",
+            "max_cached_pages=16",
+        ],
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["point"]["ratio_contended"], 1.0);
@@ -565,7 +579,11 @@ fn summary_mode_reads_the_load_from_a_lockdep_acquired_column() {
     // contended 5, total wait 56.27 us — 0.67% traced, far from saturation
     let t = corpus("perf-lock/report-v5.20-after-units.txt");
     let out = summary(&t.to_string_lossy(), &["folio_kb=16", "cpus=4", "row=2"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["lock"], "&lruvec->lru_lock");
     assert_eq!(v["contended"], 5);
