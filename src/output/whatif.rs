@@ -43,6 +43,14 @@ pub fn render_outcome(o: &Outcome, after: Option<(&str, &Metrics)>, format: Form
                 opt_ratio(o.ratio_contended()),
                 opt_ratio(o.ratio_total_wait())
             );
+            s += &format!(
+                "\n**verdict: {}** ({})\n",
+                o.verdict.level.as_str(),
+                o.verdict.summary
+            );
+            for w in &o.warnings {
+                s += &format!("\n- warning: {}\n", w.message);
+            }
             s
         }
         Format::Csv => outcome_sheet(o, after).csv(true),
@@ -145,6 +153,19 @@ fn opt_ratio(r: Option<f64>) -> String {
     r.map_or("-".into(), |v| format!("{v:.2}x"))
 }
 
+/// The verdict and the warnings, printed next to the answer.
+fn verdict_text(o: &Outcome) -> String {
+    let v = &o.verdict;
+    let mut s = format!("  verdict: {} ({})\n", v.level.as_str(), v.summary);
+    if let Some(fit) = v.reasons.first() {
+        s += &format!("    {fit}\n");
+    }
+    for w in &o.warnings {
+        s += &format!("  warning: {}\n", w.message);
+    }
+    s
+}
+
 /// Terminal text of an outcome.
 pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     let mut s = String::new();
@@ -164,6 +185,7 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         opt_ratio(o.ratio_contended()),
         opt_ratio(o.ratio_total_wait())
     );
+    s += &verdict_text(o);
     let c = &o.calibration;
     s += &format!(
         "\ncalibration (from the capture, ns): add hold = pre {:.0} + {:.0}/extra folio + post {:.0} \

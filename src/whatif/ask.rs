@@ -32,7 +32,7 @@ pub enum Answer {
     /// A replay of an event trace.
     Replay(Box<Outcome>),
     /// The closed-form model on a `perf lock` table.
-    ClosedForm(SummaryOutcome),
+    ClosedForm(Box<SummaryOutcome>),
     /// A work policy's prediction from a capture directory.
     Work(WorkOutcome),
 }
@@ -60,9 +60,9 @@ pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
             lenient: a.lenient,
         };
         let t = load::one_table(capture, &open)?;
-        return Ok(Answer::ClosedForm(closed_form(
+        return Ok(Answer::ClosedForm(Box::new(closed_form(
             policy, &t.name, &t.rows, set,
-        )?));
+        )?)));
     }
     Ok(Answer::Replay(Box::new(replay(policy, capture, set, a)?)))
 }

@@ -13,6 +13,7 @@
 
 pub mod ask;
 pub mod calibrate;
+pub mod checks;
 pub mod des;
 pub mod intents;
 pub mod params;
@@ -22,6 +23,7 @@ pub mod registry;
 pub mod report;
 pub mod summary;
 pub mod trace;
+pub mod verdict;
 pub mod work;
 
 use std::collections::BTreeMap;
@@ -177,6 +179,10 @@ pub struct Outcome {
     pub by_path: Vec<PathRow>,
     /// Things the user must know about this capture.
     pub notes: Vec<String>,
+    /// What the answer cannot cover, printed next to it ([`checks`]).
+    pub warnings: Vec<checks::Warning>,
+    /// How far to trust the answer ([`verdict`]).
+    pub verdict: verdict::Verdict,
 }
 
 impl Outcome {
@@ -214,6 +220,11 @@ pub fn context(t: &Trace) -> Context {
 
 /// Run a policy over a capture.
 pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result<Outcome> {
+    // what the policy needs from the capture, before anything is rebuilt from it
+    let missing = match registry::find(policy.name()).ok().and_then(|p| p.needs) {
+        Some(needs) => checks::before(t, policy.name(), needs, o.observation.is_some())?,
+        None => checks::Missing::default(),
+    };
     let rec = reconstruct::reconstruct(t, &o.reconstruct)?;
     let (observation, observation_source) = match (o.observation, t.slowpath_seen, t.observation()) {
         (Some(x), _, _) => (x, "option".to_string()),
@@ -345,33 +356,21 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     }
     let mut notes = Vec::new();
     notes.extend(policy.notes(&rec));
-    if t.ts_res_ns > 1 {
-        notes.push(format!(
-            "timestamps have {} ns resolution: a hold of this lock is well under 1 µs, so the replay \
-             miscounts contention (2x or more seen); capture with `perf script --ns` or `trace-cmd report -t` \
-             (raw tracefs text is µs-only)",
-            t.ts_res_ns
-        ));
-    }
-    if rec.unattached_waits > 0 {
-        notes.push(format!(
-            "{} traced waits on the lock were not followed by an LRU hold on their CPU (ignored for calibration)",
-            rec.unattached_waits
-        ));
-    }
     if t.skipped_lines > 0 {
         notes.push(format!(
             "{} malformed lines skipped (--lenient)",
             t.skipped_lines
         ));
     }
-    if cal.n_add_window < 30 {
-        notes.push(format!(
-            "only {} traced waits to place the hold window: the calibration is weak and the interval understates it",
-            cal.n_add_window
-        ));
-    }
     let measured = measured(&rec);
+    let (warnings, uncovered) = checks::after(t, &rec, &identities, &missing);
+    let verdict = verdict::of_replay(
+        &measured,
+        &replayed,
+        cal.n_add_window as u64,
+        &warnings,
+        uncovered,
+    );
     Ok(Outcome {
         policy: policy.name().to_string(),
         params: policy.describe(),
@@ -389,6 +388,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         sensitivity,
         by_path,
         notes,
+        warnings,
+        verdict,
     })
 }
 

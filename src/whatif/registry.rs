@@ -3,6 +3,7 @@
 //! [`super::work`]) alike. `lockcast whatif --help`, the unknown-policy error and the dispatch
 //! all come from [`POLICIES`]; a new policy is its file plus one row here.
 
+use super::checks::{self, Needs};
 use super::params::Set;
 use super::policy::{self, Context, Policy};
 use super::summary::{self, SummaryOutcome};
@@ -45,7 +46,26 @@ pub struct PolicyInfo {
     pub summary: Option<Summary>,
     /// Defaults taken from a `validate` AFTER capture.
     pub after_defaults: Option<AfterDefaults>,
+    /// What a lock-timing policy needs from its capture, checked before the replay
+    /// ([`checks::before`]); work policies check their capture directory themselves.
+    pub needs: Option<&'static Needs>,
 }
+
+/// The five replay events; call chains do not matter.
+const REPLAY: Needs = Needs {
+    events: checks::REPLAY_EVENTS,
+    call_chains: None,
+};
+/// The replay events and the discarding calls; call chains name the explicit drains' sites.
+const FBATCH: Needs = Needs {
+    events: checks::DISCARD_EVENTS,
+    call_chains: Some("the site of each explicit drain, which removed_sites selects by"),
+};
+/// The replay events and the discarding calls (the pre-free keeps every drain: no sites).
+const PREFREE: Needs = Needs {
+    events: checks::DISCARD_EVENTS,
+    call_chains: None,
+};
 
 /// Every policy, in `--help` order.
 pub const POLICIES: &[PolicyInfo] = &[
@@ -55,6 +75,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         params: "",
         engine: Engine::Lock(policy::baseline::make),
         summary: None,
+        needs: Some(&REPLAY),
         after_defaults: None,
     },
     PolicyInfo {
@@ -65,6 +86,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                  drain_rule=after-add|before-add (the interval covers both rules)",
         engine: Engine::Lock(policy::lru_cache::make),
         summary: Some(summary::run),
+        needs: Some(&REPLAY),
         after_defaults: None,
     },
     PolicyInfo {
@@ -74,6 +96,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                  target_duration_ns=N (untraced run time at the target size; default scale 1)",
         engine: Engine::Lock(policy::folio_size::make),
         summary: None,
+        needs: Some(&REPLAY),
         after_defaults: Some(policy::folio_size::after_defaults),
     },
     PolicyInfo {
@@ -89,6 +112,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                  a pre-free kernel hides dead folios)",
         engine: Engine::Lock(policy::fbatch_drain::make),
         summary: None,
+        needs: Some(&FBATCH),
         after_defaults: None,
     },
     PolicyInfo {
@@ -98,6 +122,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         params: "",
         engine: Engine::Lock(policy::fbatch_drain::make_prefree),
         summary: None,
+        needs: Some(&PREFREE),
         after_defaults: None,
     },
     PolicyInfo {
@@ -107,6 +132,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         params: "c_discard_ns=N c_split_ns=N c_pte_unmap_ns=N (override the calibrated costs)",
         engine: Engine::Work(work::lazyfree_thp::make),
         summary: None,
+        needs: None,
         after_defaults: None,
     },
     PolicyInfo {
@@ -116,6 +142,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         params: "skip_progress=512|1 lazyfree_scan_ns=N",
         engine: Engine::Work(work::khugepaged_lazyfree::make),
         summary: None,
+        needs: None,
         after_defaults: None,
     },
 ];

@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::calibrate::Calibration;
+use super::checks::Warning;
 use super::des::Metrics;
 use super::trace::Observation;
+use super::verdict::Verdict;
 use super::{Identities, Outcome, PathRow, Sensitivity};
 use crate::duration::Ns;
 
@@ -124,6 +126,13 @@ pub struct Report {
     pub sensitivity: Vec<Sensitivity>,
     /// What the user must know about this answer.
     pub notes: Vec<String>,
+    /// What the answer cannot cover (missing events, failed identities), with shares.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+    /// How far to trust the answer: `level` good/rough/poor, the no-change replay's signed
+    /// `replay_error_pct` per metric, `reasons`, `uncovered_share`.
+    #[serde(default)]
+    pub verdict: Verdict,
 }
 
 fn r3(x: Option<f64>) -> Option<f64> {
@@ -175,6 +184,8 @@ impl Report {
             by_path: o.by_path.clone(),
             sensitivity: o.sensitivity.clone(),
             notes: o.notes.clone(),
+            warnings: o.warnings.clone(),
+            verdict: o.verdict.clone(),
         }
     }
 }

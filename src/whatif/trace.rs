@@ -151,7 +151,25 @@ pub struct Trace {
     pub meta: HashMap<String, String>,
     /// Lines skipped in lenient mode.
     pub skipped_lines: u64,
+    /// How many events of each of [`TRACKED`] the capture has (before any filtering), so a
+    /// policy's needs can be checked ([`super::checks`]).
+    pub seen: [u64; TRACKED.len()],
+    /// Events of [`TRACKED`] that carry a call chain.
+    pub with_callchain: u64,
 }
+
+/// The tracepoints a replay reads, by full name (`system:event`); [`Trace::seen`] counts them.
+pub const TRACKED: [&str; 9] = [
+    "lock:contention_begin",
+    "lock:contention_end",
+    "pagemap:mm_lru_insertion",
+    "kmem:mm_page_alloc",
+    "kmem:mm_page_free",
+    "syscalls:sys_enter_madvise",
+    "syscalls:sys_exit_madvise",
+    "syscalls:sys_enter_munmap",
+    "syscalls:sys_exit_munmap",
+];
 
 /// What reading needs to remember between events, and only then.
 #[derive(Default)]
@@ -179,6 +197,14 @@ impl Trace {
                 }
             })
         })
+    }
+
+    /// Events of `name` (one of [`TRACKED`]) in the capture.
+    pub fn count(&self, name: &str) -> u64 {
+        TRACKED
+            .iter()
+            .position(|n| *n == name)
+            .map_or(0, |i| self.seen[i])
     }
 
     /// A number from the meta file.
@@ -209,6 +235,8 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         slowpath_seen: None,
         meta: read_meta(path),
         skipped_lines: 0,
+        seen: [0; TRACKED.len()],
+        with_callchain: 0,
     };
     let mut st = ReadState::default();
     while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
@@ -239,6 +267,15 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
             {
                 t.slowpath_seen = Some(Observation::BareMetal);
             }
+        }
+    }
+    if let Some(i) = TRACKED
+        .iter()
+        .position(|n| n.split_once(':').is_some_and(|(_, ev)| ev == e.name))
+    {
+        t.seen[i] += 1;
+        if !e.callchain.is_empty() {
+            t.with_callchain += 1;
         }
     }
     let bad = |what: &str, err: lockcast_parsers::LineError| {

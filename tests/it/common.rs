@@ -130,7 +130,13 @@ pub fn capture_files() -> Vec<CaptureFile> {
         }
         // fixtures/<kind>/<run>/<file>: the capture scripts' directories
         let run_dir = [
-            "captures", "replay", "traces", "fbatch", "samples", "lazyfree",
+            "captures",
+            "replay",
+            "replay-partial",
+            "traces",
+            "fbatch",
+            "samples",
+            "lazyfree",
         ]
         .iter()
         .any(|d| rel.starts_with(&format!("fixtures/{d}/")));

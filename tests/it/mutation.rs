@@ -101,7 +101,8 @@ fn read_text(p: &Path) -> Vec<u8> {
 /// Every capture-text fixture and corpus file ([`capture_files`]) but `perf report` files (the
 /// CLI does not tabulate them into `lock_stats`; the parser is fuzzed instead), the replay
 /// fixtures' multi-MB `script-ns` dumps beyond the one kept (same shape, 12 copies), and the
-/// fbatch, lazyfree and samples captures (added after this test; not mutated yet).
+/// fbatch, lazyfree, samples and replay-partial captures (added after this test; not mutated
+/// yet; replay-partial's dump has the replay fixtures' shape).
 fn inputs() -> Vec<Input> {
     capture_files()
         .into_iter()
@@ -113,6 +114,7 @@ fn inputs() -> Vec<Input> {
                 && ![
                     "fixtures/fbatch/",
                     "fixtures/lazyfree/",
+                    "fixtures/replay-partial/",
                     "fixtures/samples/",
                 ]
                 .iter()
