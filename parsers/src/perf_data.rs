@@ -52,11 +52,11 @@ pub mod tracing;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
-use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType, RecordType};
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
 use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::event::{Event, Frame, Source};
+use crate::event::{CaptureHeader, Event, Frame, Source};
 use crate::lines::ReaderOptions;
 
 use print_fmt::{PrintFmt, Record};
@@ -121,8 +121,8 @@ struct Ctx {
     maps: HashMap<i32, Vec<Map>>,
     kallsyms: Option<kallsyms::Kallsyms>,
     samples: u64,
-    lost: u64,
     unparsed: u64,
+    header: CaptureHeader,
 }
 
 /// Streaming reader of perf.data events.
@@ -162,6 +162,12 @@ impl<'a> Reader<'a> {
         &self.diagnostics
     }
 
+    /// The recording's header context ([`CaptureHeader`]); `None` before the first
+    /// [`Reader::next_event`] (the file is opened then) or when it could not be opened.
+    pub fn header(&self) -> Option<&CaptureHeader> {
+        self.state.as_ref().map(|s| &s.ctx.header)
+    }
+
     /// The next event, `Ok(None)` at the end of the file.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
         if self.finished {
@@ -183,10 +189,15 @@ impl<'a> Reader<'a> {
             Ok(Some(e)) => Ok(Some(e)),
             Ok(None) => {
                 self.finished = true;
-                let (lost, unparsed) = (st.ctx.lost, st.ctx.unparsed);
+                st.ctx.header.complete = true;
+                if let Some(n) = st.ctx.header.describe() {
+                    self.diagnostics.notes.push(n);
+                }
+                let (lost, unparsed) = (st.ctx.header.lost_events(), st.ctx.unparsed);
                 if lost > 0 {
                     self.diagnostics.notes.push(format!(
-                        "the recording lost {lost} event(s) (PERF_RECORD_LOST): the kernel's buffer overflowed, results undercount"
+                        "the recording lost {lost} event(s) ({} PERF_RECORD_LOST record(s)): perf's buffer overflowed, results undercount",
+                        st.ctx.header.lost_records
                     ));
                 }
                 if unparsed > 0 {
@@ -332,10 +343,12 @@ impl<'a> Reader<'a> {
             }
             None => None,
         };
+        let header = header_of(&file, &attrs);
         Ok(State {
             file,
             iter,
             ctx: Ctx {
+                header,
                 attrs,
                 attr_of_id: checked.attr_of_id.clone(),
                 big_endian,
@@ -343,10 +356,37 @@ impl<'a> Reader<'a> {
                 maps: HashMap::new(),
                 kallsyms,
                 samples: 0,
-                lost: 0,
                 unparsed: 0,
             },
         })
+    }
+}
+
+/// The header context of an opened file: its feature sections (a section that does not parse
+/// is left out: it only informs) and the event names.
+fn header_of(file: &linux_perf_data::PerfFile, attrs: &[Attr]) -> CaptureHeader {
+    let s = |r: Result<Option<&str>, _>| r.ok().flatten().map(str::to_string);
+    let cpus = file.nr_cpus().ok().flatten();
+    CaptureHeader {
+        nr_cpus_online: cpus.as_ref().map(|c| c.nr_cpus_online),
+        nr_cpus_avail: cpus.as_ref().map(|c| c.nr_cpus_available),
+        os_release: s(file.os_release()),
+        perf_version: s(file.perf_version()),
+        hostname: s(file.hostname()),
+        arch: s(file.arch()),
+        cmdline: file
+            .cmdline()
+            .ok()
+            .flatten()
+            .map(|v| v.into_iter().map(str::to_string).collect()),
+        events: attrs
+            .iter()
+            .map(|a| match &a.system {
+                Some(sys) => format!("{sys}:{}", a.name),
+                None => a.name.clone(),
+            })
+            .collect(),
+        ..CaptureHeader::default()
     }
 }
 
@@ -748,6 +788,13 @@ impl State {
             let PerfFileRecord::EventRecord { attr_index, record } = rec else {
                 continue;
             };
+            if record.record_type == RecordType::LOST_SAMPLES {
+                // struct perf_record_lost_samples { header; u64 lost; sample_id }
+                if let Some(n) = u64_at(&record.data.as_slice(), 0) {
+                    ctx.header.lost_samples += n;
+                }
+                continue;
+            }
             let Ok(parsed) = record.parse() else { continue };
             match parsed {
                 EventRecord::Comm(c) => {
@@ -767,7 +814,10 @@ impl State {
                     let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
                     ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
                 }
-                EventRecord::Lost(l) => ctx.lost += l.count,
+                EventRecord::Lost(l) => {
+                    ctx.header.lost_records += 1;
+                    ctx.header.lost_kernel += l.count;
+                }
                 EventRecord::Sample(s) => {
                     ctx.samples += 1;
                     let tid = s.tid.unwrap_or(-1);
@@ -903,6 +953,9 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn diagnostics(&self) -> &Diagnostics {
         Reader::diagnostics(self)
+    }
+    fn header(&self) -> Option<&CaptureHeader> {
+        Reader::header(self)
     }
 }
 

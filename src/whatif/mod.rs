@@ -353,6 +353,13 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             t.ts_res_ns
         ));
     }
+    let lost = t.lost_events();
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} events lost: the replay undercounts (the recording's buffer overflowed, so holds, \
+             waits and frees are missing from it; capture again with a larger `perf record -m` or fewer events)"
+        ));
+    }
     if rec.unattached_waits > 0 {
         notes.push(format!(
             "{} traced waits on the lock were not followed by an LRU hold on their CPU (ignored for calibration)",
