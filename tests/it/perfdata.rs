@@ -351,3 +351,117 @@ fn perfdata_header_context_without_meta_and_lost_events_in_the_whatif_notes() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const PIPE: &str = "fixtures/perfdata/micro-16K-pipe";
+const Z: &str = "fixtures/perfdata/micro-16K-z";
+
+fn gunzip_fixture(path: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(repo().join(path)).unwrap())
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+#[test]
+fn perfdata_pipe_mode_tables_equal_the_perf_script_text() {
+    // `perf record -o - > perf.data`: header records and the tracing data in the stream
+    let bytes = gunzip_fixture(&format!("{PIPE}/perf.data.gz"));
+    assert_eq!(&bytes[..8], b"PERFILE2");
+    assert_eq!(
+        u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
+        16,
+        "pipe header"
+    );
+    let rows = tables_equal(PIPE);
+    // counted in the raw text (zgrep -c 'lock:contention_begin:' etc.)
+    assert_eq!(rows["events.csv"], 13426);
+    assert_eq!(rows["contention_begin.csv"], 485);
+    assert_eq!(rows["lru_insertion.csv"], 4140);
+    // and from standard input, as `perf record -o - ... | lockcast parse -`
+    let o = lockcast_stdin(&["parse", "-"], &bytes);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("-: perf-data, 13426 event(s); contention: 485 interval(s)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Every table of `dir`'s perf.data against its perf script text, up to the order of events
+/// with the same timestamp: linux-perf-data 0.13 sorts the records it decompresses from
+/// PERF_RECORD_COMPRESSED without their position (its sort key's file offset is `None`, and the
+/// sort is unstable), so two CPUs' events stamped in the same nanosecond may come out in either
+/// order, where perf keeps file order. So: the same rows as multisets (the columns
+/// `tables_equal` compares), and the same sequence of timestamps row for row.
+fn tables_equal_up_to_ties(dir: &str) -> BTreeMap<String, usize> {
+    let cache = buildid_dir();
+    let out = std::env::temp_dir().join(format!(
+        "lockcast-it-perfdata-ties-{}-{}",
+        std::process::id(),
+        dir.replace('/', "_")
+    ));
+    let (bin, txt) = (out.join("bin"), out.join("txt"));
+    for (input, to) in [("perf.data.gz", &bin), ("script-ns.txt.gz", &txt)] {
+        let t = to.to_string_lossy().into_owned();
+        let i = format!("{dir}/{input}");
+        run(
+            &["parse", "--table", "all", &i, "-o", &t, "--to", "csv"],
+            &cache,
+        );
+    }
+    let mut rows = BTreeMap::new();
+    for e in std::fs::read_dir(&txt).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let (hb, rb) = read_csv(&bin.join(&name));
+        let (ht, rt) = read_csv(&txt.join(&name));
+        assert_eq!(hb, ht, "{name}: columns");
+        assert_eq!(rb.len(), rt.len(), "{name}: rows");
+        // as in tables_equal: the path, line numbers, the pid perf script does not print, period
+        let process = if name == "samples.csv" { "pid" } else { "tgid" };
+        let skip = ["source", "line", "begin_line", process, "period"];
+        let keep: Vec<usize> = (0..ht.len())
+            .filter(|&c| !skip.contains(&ht[c].as_str()))
+            .collect();
+        let project = |r: &Vec<String>| keep.iter().map(|&c| r[c].clone()).collect::<Vec<_>>();
+        let mut pb: Vec<_> = rb.iter().map(project).collect();
+        let mut pt: Vec<_> = rt.iter().map(project).collect();
+        if let Some(tc) = ht
+            .iter()
+            .position(|c| c == "timestamp_ns" || c == "time_ns" || c == "begin_ns")
+        {
+            let tb: Vec<_> = rb.iter().map(|r| &r[tc]).collect();
+            let tt: Vec<_> = rt.iter().map(|r| &r[tc]).collect();
+            assert_eq!(tb, tt, "{name}: timestamps row for row");
+        }
+        pb.sort();
+        pt.sort();
+        assert!(pb == pt, "{name}: the same rows");
+        rows.insert(name, rb.len());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&cache);
+    rows
+}
+
+#[test]
+fn perfdata_zstd_compressed_records_tables_equal_the_perf_script_text() {
+    // `perf record -z`: the data section is PERF_RECORD_COMPRESSED records
+    let bytes = gunzip_fixture(&format!("{Z}/perf.data.gz"));
+    let data_off = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    let mut pos = data_off;
+    let mut compressed = 0;
+    while pos + 8 <= bytes.len() && compressed == 0 && pos < data_off + (1 << 20) {
+        let ty = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap());
+        compressed += usize::from(ty == 81);
+        pos += usize::from(u16::from_le_bytes(
+            bytes[pos + 6..pos + 8].try_into().unwrap(),
+        ));
+    }
+    assert_eq!(compressed, 1, "a PERF_RECORD_COMPRESSED record");
+    let rows = tables_equal_up_to_ties(Z);
+    // counted in the raw text (zgrep -c 'lock:contention_begin:' etc.)
+    assert_eq!(rows["events.csv"], 13686);
+    assert_eq!(rows["contention_begin.csv"], 625);
+    assert_eq!(rows["page_free.csv"], 4118);
+}
