@@ -206,15 +206,20 @@ impl Trace {
 
 /// Read a trace capture (format detected, gzip/zstd transparent, `-` for stdin).
 pub fn read(path: &str, lenient: bool) -> Result<Trace> {
+    let opts = capture::OpenOptions {
+        lenient,
+        ..capture::OpenOptions::default()
+    };
+    read_with(path, &opts)
+}
+
+/// [`read`] with the capture's open options (`--kallsyms` for perf.data call chains).
+pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
     let spec = InputSpec {
         path: path.to_string(),
         block: None,
     };
-    let opts = capture::OpenOptions {
-        format: None,
-        lenient,
-    };
-    let mut rd = capture::open(&spec, &opts)?.events("a replay")?;
+    let mut rd = capture::open(&spec, opts)?.events("a replay")?;
     let mut t = Trace {
         path: path.to_string(),
         events: Vec::new(),

@@ -465,3 +465,63 @@ fn perfdata_zstd_compressed_records_tables_equal_the_perf_script_text() {
     assert_eq!(rows["contention_begin.csv"], 625);
     assert_eq!(rows["page_free.csv"], 4118);
 }
+
+#[test]
+fn perfdata_kallsyms_option_names_the_frames_and_refuses_another_boots_table() {
+    // no build-id cache: the frames can be named only from --kallsyms (the fixture's kallsyms
+    // is the one perf cached for this recording)
+    let empty = std::env::temp_dir().join(format!("lockcast-it-nocache-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let ks = format!("{G}/kallsyms.gz");
+    let data = format!("{G}/perf.data.gz");
+    let o = run(
+        &["report", &data, "--json", "--top", "100", "--kallsyms", &ks],
+        &empty,
+    );
+    let ours = report_agrees_with_perf_lock(&o.stdout, &repo().join(G).join("contention.txt"));
+    assert_eq!(
+        ours[&("folio_batch_move_lru+0x88".into(), "spinlock".into())].0,
+        3065
+    );
+    assert!(
+        stderr(&o).contains(&format!(
+            "kernel frames named from {ks} (build-id not checked: a kallsyms file has none; its _text is at 0xffffffff81000000, where the recording's kernel map puts it)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    // the same table slid by 2 MiB, as the kernel's KASLR places it on another boot: refused,
+    // naming the kernel map record it disagrees with
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(repo().join(&ks)).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    let slid: String = String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((a, rest)) => match u64::from_str_radix(a, 16) {
+                Ok(x) if x != 0 => format!("{:016x} {rest}\n", x + (2 << 20)),
+                _ => format!("{l}\n"),
+            },
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let other = empty.join("kallsyms-other-boot");
+    std::fs::write(&other, slid).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(["report", &data, "--kallsyms", &other.to_string_lossy()])
+        .current_dir(repo())
+        .env("PERF_BUILDID_DIR", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("perf.data: expected --kallsyms")
+            && stderr(&o).contains("the kernel map here puts _text at 0xffffffff81000000")
+            && stderr(&o).contains("has it at 0xffffffff81200000 (another kernel or another boot)"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&empty);
+}
