@@ -95,6 +95,83 @@ impl Frame {
     }
 }
 
+/// How a capture was recorded, as its own header says (perf.data: the `HEADER_NRCPUS`,
+/// `OSRELEASE`, `VERSION`, `HOSTNAME`, `ARCH`, `CMDLINE` feature sections and the event
+/// attributes; tools/perf/Documentation/perf.data-file-format.txt), and the events it lost
+/// (`PERF_RECORD_LOST` records from the kernel, `PERF_RECORD_LOST_SAMPLES` records perf record
+/// writes per event at the end). Text formats carry none of this.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureHeader {
+    /// CPUs online when recorded (`HEADER_NRCPUS`).
+    pub nr_cpus_online: Option<u32>,
+    /// CPUs the kernel could bring online (`HEADER_NRCPUS`).
+    pub nr_cpus_avail: Option<u32>,
+    /// `uname -r` of the recording's kernel (`HEADER_OSRELEASE`).
+    pub os_release: Option<String>,
+    /// perf's version (`HEADER_VERSION`, e.g. `6.1.187`).
+    pub perf_version: Option<String>,
+    /// `uname -n` (`HEADER_HOSTNAME`).
+    pub hostname: Option<String>,
+    /// `uname -m` (`HEADER_ARCH`).
+    pub arch: Option<String>,
+    /// perf's argument vector (`HEADER_CMDLINE`: the perf binary, then `record ...`).
+    pub cmdline: Option<Vec<String>>,
+    /// The recorded events as perf names them (`lock:contention_begin`, `cpu-clock`).
+    pub events: Vec<String>,
+    /// `PERF_RECORD_LOST` records read ("lost N chunks", as perf report says).
+    pub lost_records: u64,
+    /// Records the kernel dropped, summed over the `PERF_RECORD_LOST` records' counts.
+    pub lost_kernel: u64,
+    /// Samples lost, summed over the `PERF_RECORD_LOST_SAMPLES` records (what `perf report`
+    /// prints as `Total Lost Samples`).
+    pub lost_samples: u64,
+    /// The records have been read to the end, so the lost counts are final.
+    pub complete: bool,
+}
+
+impl CaptureHeader {
+    /// Events the capture lost: the per-event sample count perf record wrote when there is one
+    /// (it counts every sample dropped, which the kernel's `PERF_RECORD_LOST` also counts, so
+    /// the two are not added), else the kernel's count.
+    pub fn lost_events(&self) -> u64 {
+        if self.lost_samples > 0 {
+            self.lost_samples
+        } else {
+            self.lost_kernel
+        }
+    }
+
+    /// One line saying how the capture was recorded (for a note on stderr), `None` when the
+    /// header says nothing: `recorded by perf 6.1.187 on 6.18.44 (x86_64), 2 of 2 CPUs online:
+    /// perf record -e ...; events: lock:contention_begin, ...`.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut by = String::from("recorded");
+        if let Some(v) = &self.perf_version {
+            by.push_str(&format!(" by perf {v}"));
+        }
+        if let Some(k) = &self.os_release {
+            by.push_str(&format!(" on {k}"));
+        }
+        if let Some(a) = &self.arch {
+            by.push_str(&format!(" ({a})"));
+        }
+        if let (Some(on), Some(av)) = (self.nr_cpus_online, self.nr_cpus_avail) {
+            by.push_str(&format!(", {on} of {av} CPUs online"));
+        }
+        if by != "recorded" {
+            parts.push(by);
+        }
+        if let Some(c) = &self.cmdline {
+            parts.push(format!("command: {}", c.join(" ")));
+        }
+        if !self.events.is_empty() {
+            parts.push(format!("events: {}", self.events.join(", ")));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// A streaming reader of [`Event`]s, whatever text (or binary) format it reads: the readers of
 /// [`crate::ftrace`] and [`crate::perf_script`] implement it, and
 /// [`crate::detect::Format::open_events`] hands one out for any event format.
@@ -104,6 +181,12 @@ pub trait EventRead {
     fn next_event(&mut self) -> Result<Option<Event>, crate::Error>;
     /// Malformed lines skipped so far (lenient mode).
     fn diagnostics(&self) -> &crate::Diagnostics;
+    /// What the capture's own header says about the recording (perf.data), `None` for text
+    /// formats or before the first event was asked for. Its lost counts are final once
+    /// [`EventRead::next_event`] returned `Ok(None)` ([`CaptureHeader::complete`]).
+    fn header(&self) -> Option<&CaptureHeader> {
+        None
+    }
 }
 
 /// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be

@@ -37,8 +37,10 @@
 //!
 //! Before any record is decoded the header and the framing of every record are checked: a file
 //! shorter than its magic, a magic other than `PERFILE2`, an attr section past the end, a record
-//! whose size is below its own header, and compressed records (`perf record -z`, not read) are
-//! [`Error::Binary`] naming the byte offset. A file cut short (its data section or feature
+//! whose size is below its own header are [`Error::Binary`] naming the byte offset.
+//! `perf record -z` files (PERF_RECORD_COMPRESSED, zstd) are decompressed by the record reader;
+//! the framing check sees the compressed records, a damaged zstd stream is an error at the
+//! sample it stopped after. A file cut short (its data section or feature
 //! sections run past the end, or `perf record` was killed before it wrote the data size) is an
 //! error in strict mode; in lenient mode the records before the cut are read, the partial record
 //! is counted in [`Reader::diagnostics`], and the tracepoint formats, which were in the lost
@@ -52,11 +54,11 @@ pub mod tracing;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
-use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType, RecordType};
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
 use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::event::{Event, Frame, Source};
+use crate::event::{CaptureHeader, Event, Frame, Source};
 use crate::lines::ReaderOptions;
 
 use print_fmt::{PrintFmt, Record};
@@ -76,8 +78,6 @@ const PIPE_HEADER_LEN: u64 = 16;
 const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
 const PERF_RECORD_AUXTRACE: u32 = 71;
-const PERF_RECORD_COMPRESSED: u32 = 81;
-const PERF_RECORD_COMPRESSED2: u32 = 83;
 const HEADER_TRACING_DATA_BIT: u32 = 1;
 
 /// Options of the perf.data reader beyond the common [`ReaderOptions`].
@@ -90,6 +90,11 @@ pub struct Options {
     pub tracing_fallback: Option<TracingData>,
     /// Kernel symbols to name frames with instead of looking for them ([`kallsyms::find`]).
     pub kallsyms: Option<kallsyms::Kallsyms>,
+    /// Where [`Options::kallsyms`] came from (`--kallsyms FILE`): the reader then says it named
+    /// the frames, and checks the table against the recording the only way a kallsyms file
+    /// allows (it has no build-id): its `_text` must be where the recording's kernel map puts
+    /// it (the `[kernel.kallsyms]_text` MMAP record, KASLR included), else it is refused.
+    pub kallsyms_from: Option<String>,
 }
 
 /// One event attribute of the file: what its samples are called and how to render them.
@@ -121,8 +126,8 @@ struct Ctx {
     maps: HashMap<i32, Vec<Map>>,
     kallsyms: Option<kallsyms::Kallsyms>,
     samples: u64,
-    lost: u64,
     unparsed: u64,
+    header: CaptureHeader,
 }
 
 /// Streaming reader of perf.data events.
@@ -162,6 +167,12 @@ impl<'a> Reader<'a> {
         &self.diagnostics
     }
 
+    /// The recording's header context ([`CaptureHeader`]); `None` before the first
+    /// [`Reader::next_event`] (the file is opened then) or when it could not be opened.
+    pub fn header(&self) -> Option<&CaptureHeader> {
+        self.state.as_ref().map(|s| &s.ctx.header)
+    }
+
     /// The next event, `Ok(None)` at the end of the file.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
         if self.finished {
@@ -183,10 +194,15 @@ impl<'a> Reader<'a> {
             Ok(Some(e)) => Ok(Some(e)),
             Ok(None) => {
                 self.finished = true;
-                let (lost, unparsed) = (st.ctx.lost, st.ctx.unparsed);
+                st.ctx.header.complete = true;
+                if let Some(n) = st.ctx.header.describe() {
+                    self.diagnostics.notes.push(n);
+                }
+                let (lost, unparsed) = (st.ctx.header.lost_events(), st.ctx.unparsed);
                 if lost > 0 {
                     self.diagnostics.notes.push(format!(
-                        "the recording lost {lost} event(s) (PERF_RECORD_LOST): the kernel's buffer overflowed, results undercount"
+                        "the recording lost {lost} event(s) ({} PERF_RECORD_LOST record(s)): perf's buffer overflowed, results undercount",
+                        st.ctx.header.lost_records
                     ));
                 }
                 if unparsed > 0 {
@@ -312,7 +328,16 @@ impl<'a> Reader<'a> {
                 .contains(linux_perf_data::linux_perf_event_reader::SampleFormat::CALLCHAIN)
         });
         let kallsyms = match self.opts.kallsyms.take() {
-            Some(k) => Some(k),
+            Some(k) => {
+                if let Some(from) = self.opts.kallsyms_from.clone() {
+                    self.diagnostics.notes.push(check_kallsyms(
+                        &k,
+                        &from,
+                        checked.kernel_map.as_ref(),
+                    )?);
+                }
+                Some(k)
+            }
             None if has_chains => {
                 let bid = checked.kernel_build_id.clone().or_else(|| {
                     file.build_ids()
@@ -332,10 +357,12 @@ impl<'a> Reader<'a> {
             }
             None => None,
         };
+        let header = header_of(&file, &attrs);
         Ok(State {
             file,
             iter,
             ctx: Ctx {
+                header,
                 attrs,
                 attr_of_id: checked.attr_of_id.clone(),
                 big_endian,
@@ -343,11 +370,83 @@ impl<'a> Reader<'a> {
                 maps: HashMap::new(),
                 kallsyms,
                 samples: 0,
-                lost: 0,
                 unparsed: 0,
             },
         })
     }
+}
+
+/// The header context of an opened file: its feature sections (a section that does not parse
+/// is left out: it only informs) and the event names.
+fn header_of(file: &linux_perf_data::PerfFile, attrs: &[Attr]) -> CaptureHeader {
+    let s = |r: Result<Option<&str>, _>| r.ok().flatten().map(str::to_string);
+    let cpus = file.nr_cpus().ok().flatten();
+    CaptureHeader {
+        nr_cpus_online: cpus.as_ref().map(|c| c.nr_cpus_online),
+        nr_cpus_avail: cpus.as_ref().map(|c| c.nr_cpus_available),
+        os_release: s(file.os_release()),
+        perf_version: s(file.perf_version()),
+        hostname: s(file.hostname()),
+        arch: s(file.arch()),
+        cmdline: file
+            .cmdline()
+            .ok()
+            .flatten()
+            .map(|v| v.into_iter().map(str::to_string).collect()),
+        events: attrs
+            .iter()
+            .map(|a| match &a.system {
+                Some(sys) => format!("{sys}:{}", a.name),
+                None => a.name.clone(),
+            })
+            .collect(),
+        ..CaptureHeader::default()
+    }
+}
+
+/// The note for a kallsyms given by the user, or the error refusing it: a kallsyms file has no
+/// build-id, but the recording's kernel map says where the kernel's reference symbol
+/// (`_text`) was, and a table from another kernel or another boot (KASLR) has it elsewhere.
+fn check_kallsyms(
+    k: &kallsyms::Kallsyms,
+    from: &str,
+    map: Option<&(u64, String, u64)>,
+) -> Result<String, Error> {
+    let unchecked =
+        format!("kernel frames named from {from} (build-id not checked: a kallsyms file has none");
+    let Some((offset, sym, addr)) = map else {
+        return Ok(format!(
+            "{unchecked}, and the recording has no kernel map to check it against)"
+        ));
+    };
+    match k.reference(sym) {
+        Some(a) if a == *addr => Ok(format!(
+            "{unchecked}; its {sym} is at {addr:#x}, where the recording's kernel map puts it)"
+        )),
+        Some(a) => Err(binary(
+            *offset,
+            format!(
+                "expected --kallsyms {from} to be the recording's kernel: the kernel map here puts {sym} at {addr:#x}, {from} has it at {a:#x} (another kernel or another boot); give the kallsyms of the recording's kernel and boot (perf's build-id cache keeps it: ~/.debug/[kernel.kallsyms]/<build-id>/kallsyms)"
+            ),
+        )),
+        None => Ok(format!(
+            "{unchecked}, and it does not list {sym} to check it against the recording's kernel map)"
+        )),
+    }
+}
+
+/// The kernel's MMAP record at `p` (pid -1, `[kernel.kallsyms]_text`): its reference symbol
+/// and address (pgoff), as perf synthesizes it (`perf_event__synthesize_kernel_mmap`).
+fn kernel_map_at(buf: &[u8], p: usize, end: usize) -> Option<(String, u64)> {
+    const PERF_RECORD_MMAP: u32 = 1;
+    if u32_at(buf, p)? != PERF_RECORD_MMAP || u32_at(buf, p + 8)? != u32::MAX {
+        return None;
+    }
+    let pgoff = u64_at(buf, p + 32)?;
+    let name = buf.get(p + 40..end)?;
+    let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+    let sym = name.strip_prefix(b"[kernel.kallsyms]")?;
+    Some((String::from_utf8_lossy(sym).into_owned(), pgoff))
 }
 
 fn binary(offset: u64, what: String) -> Error {
@@ -376,6 +475,9 @@ struct Checked {
     tracing_offset: u64,
     /// Pipe mode: the kernel's build-id from a HEADER_BUILD_ID record.
     kernel_build_id: Option<String>,
+    /// The kernel's MMAP record (pid -1, `[kernel.kallsyms]<sym>`): its byte offset, the
+    /// reference symbol's name and its address (the record's pgoff).
+    kernel_map: Option<(u64, String, u64)>,
     /// A file cut short: sample id → attr index, from the attr section's id lists (the record
     /// reader takes them from the lost EVENT_DESC section otherwise).
     attr_of_id: HashMap<u64, usize>,
@@ -461,6 +563,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     let end = if data_size == 0 { len } else { end };
     let mut pos = data_off;
     let mut records = 0u64;
+    let mut kernel_map = None;
     while pos < end {
         let p = pos as usize;
         if pos + 8 > end {
@@ -478,18 +581,15 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             push_diag(diags, records + 1, pos, what);
             break;
         }
-        if ty == PERF_RECORD_COMPRESSED || ty == PERF_RECORD_COMPRESSED2 {
-            return Err(binary(
-                pos,
-                "expected uncompressed records, got a zstd-compressed one (perf record -z): lockcast does not read those yet; record without -z, or convert with `perf inject -i in.data -o out.data`".into(),
-            ));
-        }
         let mut next = pos + size;
         if ty == PERF_RECORD_AUXTRACE {
             next += u64_at(buf, p + 8).unwrap_or(0);
         }
         if next > end {
             break;
+        }
+        if kernel_map.is_none() {
+            kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
         }
         pos = next;
         records += 1;
@@ -553,6 +653,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     Ok(Checked {
         tracing_offset,
         attr_of_id,
+        kernel_map,
         ..Checked::default()
     })
 }
@@ -626,12 +727,6 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
             cut_at = Some(pos);
             break;
         }
-        if ty == PERF_RECORD_COMPRESSED || ty == PERF_RECORD_COMPRESSED2 {
-            return Err(binary(
-                pos,
-                "expected uncompressed records, got a zstd-compressed one (perf record -z): lockcast does not read those yet".into(),
-            ));
-        }
         let mut next = pos + size;
         if ty == PERF_RECORD_HEADER_TRACING_DATA {
             let tsize = u64::from(u32_at(buf, p + 8).unwrap_or(0));
@@ -663,6 +758,9 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
         if next > len {
             cut_at = Some(pos);
             break;
+        }
+        if out.kernel_map.is_none() {
+            out.kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
         }
         pos = next;
         records += 1;
@@ -748,6 +846,13 @@ impl State {
             let PerfFileRecord::EventRecord { attr_index, record } = rec else {
                 continue;
             };
+            if record.record_type == RecordType::LOST_SAMPLES {
+                // struct perf_record_lost_samples { header; u64 lost; sample_id }
+                if let Some(n) = u64_at(&record.data.as_slice(), 0) {
+                    ctx.header.lost_samples += n;
+                }
+                continue;
+            }
             let Ok(parsed) = record.parse() else { continue };
             match parsed {
                 EventRecord::Comm(c) => {
@@ -767,7 +872,10 @@ impl State {
                     let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
                     ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
                 }
-                EventRecord::Lost(l) => ctx.lost += l.count,
+                EventRecord::Lost(l) => {
+                    ctx.header.lost_records += 1;
+                    ctx.header.lost_kernel += l.count;
+                }
                 EventRecord::Sample(s) => {
                     ctx.samples += 1;
                     let tid = s.tid.unwrap_or(-1);
@@ -903,6 +1011,9 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn diagnostics(&self) -> &Diagnostics {
         Reader::diagnostics(self)
+    }
+    fn header(&self) -> Option<&CaptureHeader> {
+        Reader::header(self)
     }
 }
 

@@ -13,25 +13,28 @@
 pub mod load;
 pub mod tables;
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use indicatif::ProgressBar;
 
 use lockcast_parsers::detect::{self, Content, Format, FORMATS};
 use lockcast_parsers::event::EventRead;
 use lockcast_parsers::lines::ReaderOptions;
-use lockcast_parsers::{perf_lock, perf_report};
+use lockcast_parsers::{perf_data, perf_lock, perf_report};
 
 use crate::error::{Error, Result};
 use crate::input::{self, InputSpec};
 
 /// How to read an input.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// The format, when the user named it (`--input-format`); detected otherwise.
     pub format: Option<Format>,
     /// Skip malformed lines (counted) instead of failing on the first.
     pub lenient: bool,
+    /// `--kallsyms FILE`: the kernel symbols to name perf.data call chains with (plain, gzip or
+    /// zstd), checked against the recording's kernel map (a kallsyms file has no build-id).
+    pub kallsyms: Option<std::sync::Arc<std::path::PathBuf>>,
 }
 
 impl OpenOptions {
@@ -86,7 +89,7 @@ pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
         format,
         reader,
         progress,
-        opts: *opts,
+        opts: opts.clone(),
     })
 }
 
@@ -117,6 +120,9 @@ impl Opened {
             Content::LockTables => Capture::LockTables(
                 perf_lock::parse_all(self.reader, &ro).map_err(|e| Error::parse(&path, e))?,
             ),
+            Content::Events if self.format == Format::PerfData => {
+                Capture::Events(Box::new(perf_data_reader(self.reader, &self.opts)?))
+            }
             Content::Events => {
                 let rd = self.format.open_events(self.reader, &ro).ok_or_else(|| {
                     Error::Input(format!(
@@ -145,6 +151,33 @@ impl Opened {
             ))),
         }
     }
+}
+
+/// The perf.data reader, with the `--kallsyms` table when one is given.
+fn perf_data_reader(
+    reader: Box<dyn BufRead + Send>,
+    opts: &OpenOptions,
+) -> Result<perf_data::Reader<'static>> {
+    let mut o = perf_data::Options {
+        common: opts.reader(),
+        ..perf_data::Options::default()
+    };
+    if let Some(p) = &opts.kallsyms {
+        let name = p.display().to_string();
+        let mut text = String::new();
+        input::open(&name)?
+            .read_to_string(&mut text)
+            .map_err(|e| Error::io(&name, e))?;
+        let k = perf_data::kallsyms::Kallsyms::parse(&text);
+        if k.is_empty() {
+            return Err(Error::Input(format!(
+                "--kallsyms {name}: expected /proc/kallsyms lines (`ffffffff81000000 T _text`), found no symbol with an address (read as an unprivileged user, kallsyms shows zeros)"
+            )));
+        }
+        o.kallsyms = Some(k);
+        o.kallsyms_from = Some(name);
+    }
+    Ok(perf_data::Reader::with_options(reader, o))
 }
 
 /// Names of the formats that hold events.

@@ -12,7 +12,11 @@ use super::{open, Capture, OpenOptions};
 use crate::error::{Error, Result};
 use crate::frames::callgraph::Callgraph;
 use crate::frames::contention::PairingCounts;
-use crate::frames::events::EventTable;
+use crate::frames::events::{EventCounts, EventTable, EventTables};
+
+/// Rows of the per-event tables of a perf.data input built before they are handed on (about
+/// what an 8 MiB text piece gives).
+const PIECE_ROWS: usize = 100_000;
 use crate::frames::table::Table;
 use crate::ingest;
 use crate::input::InputSpec;
@@ -56,7 +60,7 @@ pub fn read(
     let mut summary = InputSummary::default();
     let open_opts = OpenOptions {
         format: Some(format),
-        ..opts.open
+        ..opts.open.clone()
     };
     if tables.contains(&Table::LockStats) || tables.contains(&Table::Contention) {
         let loaded = load(&spec.display(), &open_opts)?;
@@ -78,7 +82,41 @@ pub fn read(
             _ => None,
         })
         .collect();
-    if !events.is_empty() {
+    if !events.is_empty() && format == Format::PerfData {
+        // a binary file cannot be cut into text pieces: one reader (the capture's, with its
+        // --kallsyms), frames handed on every PIECE_ROWS rows so memory stays bounded
+        let mut rd = open(spec, &open_opts)?.events("parse --table")?;
+        let new = || EventTables::new(&spec.path, &events, opts.open.lenient);
+        let mut t = new();
+        let (mut counts, mut first_bad) = (EventCounts::default(), None);
+        let mut flush = |t: &mut EventTables,
+                         counts: &mut EventCounts,
+                         first_bad: &mut Option<Diagnostic>|
+         -> Result<()> {
+            let c = t.counts();
+            counts.events += c.events;
+            counts.bad_payloads += c.bad_payloads;
+            if first_bad.is_none() {
+                *first_bad = t.first_bad().cloned();
+            }
+            for (table, df) in t.take()? {
+                emit(Table::Event(table), df)?;
+            }
+            *t = new();
+            Ok(())
+        };
+        while let Some(e) = rd.next_event().map_err(|e| Error::parse(&spec.path, e))? {
+            t.push(&e)?;
+            if t.rows() >= PIECE_ROWS {
+                flush(&mut t, &mut counts, &mut first_bad)?;
+            }
+        }
+        flush(&mut t, &mut counts, &mut first_bad)?;
+        summary.skipped.push(rd.diagnostics().clone());
+        summary.events = Some(counts.events);
+        summary.bad_payloads = counts.bad_payloads;
+        summary.first_bad_payload = first_bad;
+    } else if !events.is_empty() {
         let opened = open(spec, &open_opts)?;
         let io = ingest::Options {
             source: spec.path.clone(),

@@ -236,6 +236,9 @@ pub struct EngineOpts {
     /// Skip malformed lines (counted and reported).
     #[arg(long)]
     pub lenient: bool,
+    /// Kernel symbols for perf.data call chains (see `parse --help`).
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<std::path::PathBuf>,
     /// Print JSON (same as --format json).
     #[arg(long)]
     pub json: bool,
@@ -300,6 +303,7 @@ impl InputOpts {
         lockcast::capture::OpenOptions {
             format: lockcast::parsers::detect::Format::from_name(&self.format),
             lenient: self.lenient,
+            kallsyms: self.kallsyms.clone().map(std::sync::Arc::new),
         }
     }
 }
@@ -350,6 +354,11 @@ pub struct InputOpts {
     /// Skip malformed lines (they are counted and the first ones reported) instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// Kernel symbols for perf.data call chains (a /proc/kallsyms copy of the recording's
+    /// kernel and boot; gzip/zstd fine). Default: perf's build-id cache, else /proc/kallsyms
+    /// when the running kernel is the recording's.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<std::path::PathBuf>,
 }
 
 /// `lockcast parse`.

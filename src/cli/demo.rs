@@ -112,6 +112,7 @@ fn whatif_demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<
             ..Default::default()
         },
         lenient: false,
+        kallsyms: None,
     };
     let base = f("replay/micro-16K-r1/script-ns.txt.gz");
     writeln!(

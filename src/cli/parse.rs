@@ -131,7 +131,7 @@ fn write_tables(a: &ParseArgs, open: &OpenOptions) -> Result<()> {
             .collect::<Vec<_>>(),
     )?;
     let ropts = ReadOptions {
-        open: *open,
+        open: open.clone(),
         threads,
         piece_bytes: a.piece_bytes,
     };

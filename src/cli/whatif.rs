@@ -30,6 +30,7 @@ pub fn ask_opts(e: &EngineOpts) -> Ask {
             progress: true,
         },
         lenient: e.lenient,
+        kallsyms: e.kallsyms.clone().map(std::sync::Arc::new),
     }
 }
 

@@ -169,15 +169,6 @@ pub fn stat_field(csv: &str, event: &str) -> Option<f64> {
     })
 }
 
-/// `perf report --stats` lines `LOST events:  N` and the like, summed.
-fn lost_in(stats: &str) -> u64 {
-    stats
-        .lines()
-        .filter(|l| l.contains("LOST"))
-        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
-        .sum()
-}
-
 /// Record `plan`.
 pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
     let r = recipe::for_policy(&plan.policy)
@@ -266,12 +257,10 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         &dir.join("contention.txt"),
         &stop,
     )?;
-    let mut c = perf(plan);
-    c.args(["report", "--stats", "-i"]).arg(&data);
-    let stats = dir.join(".stats.txt");
-    run_step("perf report --stats", c, &stats, &log, &stop)?;
-    let lost = lost_in(&fs::read_to_string(&stats).unwrap_or_default());
-    let _ = fs::remove_file(&stats);
+    // lockcast's own reader counts what perf lost (PERF_RECORD_LOST / LOST_SAMPLES) and
+    // finds the slowpath in the call chains, in one pass
+    let seen_in_data = scan(&data);
+    let lost = seen_in_data.lost;
 
     // 3. the lock events alone: how much the mm events change what is measured
     let lock_only: Vec<String> = recipe::LOCK_ONLY
@@ -309,7 +298,12 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
     // 4. which slowpath: from call chains (this recording's, an earlier probe's this boot, or
     //    a short probe), a guess from kallsyms only when nothing contended
     next("spinlock slowpath", progress);
-    let slowpath = match slowpath_from(&data, r.chains()).or_else(probe::cached) {
+    let seen = if r.chains() {
+        seen_in_data.slowpath
+    } else {
+        None
+    };
+    let slowpath = match seen.or_else(probe::cached) {
         Some(s) => s,
         None => {
             let g = dir.join(".probe.data");
@@ -325,7 +319,7 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
                 &log,
                 &stop,
             )?;
-            let s = slowpath_from(&g, true).unwrap_or_else(probe::guess);
+            let s = scan(&g).slowpath.unwrap_or_else(probe::guess);
             let _ = fs::remove_file(&g);
             let _ = fs::remove_file(dir.join(".probe.out"));
             s
@@ -467,36 +461,44 @@ fn run_step_to_stderr_file(
     Ok(())
 }
 
-/// The slowpath in a recording's call chains, read with lockcast's own perf.data reader.
-fn slowpath_from(data: &Path, has_chains: bool) -> Option<probe::Slowpath> {
-    if !has_chains {
-        return None;
-    }
+/// What lockcast's perf.data reader sees in a recording.
+#[derive(Default)]
+struct Scan {
+    /// Events perf lost.
+    lost: u64,
+    /// The spinlock slowpath named in a call chain, if any.
+    slowpath: Option<probe::Slowpath>,
+}
+
+fn scan(data: &Path) -> Scan {
     let spec = crate::input::InputSpec {
         path: data.display().to_string(),
         block: None,
     };
     let opts = crate::capture::OpenOptions {
-        format: None,
         lenient: true,
+        ..Default::default()
     };
-    let mut rd = crate::capture::open(&spec, &opts)
-        .ok()?
-        .events("the slowpath probe")
-        .ok()?;
+    let mut out = Scan::default();
+    let Ok(mut rd) = crate::capture::open(&spec, &opts).and_then(|c| c.events("record")) else {
+        return out;
+    };
     while let Ok(Some(e)) = rd.next_event() {
-        if let Some(s) = e
-            .callchain
-            .iter()
-            .find_map(|f| probe::slowpath_in(&f.symbol))
-        {
-            return Some(probe::Slowpath {
-                symbol: s.to_string(),
-                source: "call chains".into(),
-            });
+        if out.slowpath.is_none() {
+            if let Some(s) = e
+                .callchain
+                .iter()
+                .find_map(|f| probe::slowpath_in(&f.symbol))
+            {
+                out.slowpath = Some(probe::Slowpath {
+                    symbol: s.to_string(),
+                    source: "call chains".into(),
+                });
+            }
         }
     }
-    None
+    out.lost = rd.header().map_or(0, |h| h.lost_events());
+    out
 }
 
 /// ISO 8601 UTC of now, without a date crate: days from the civil calendar algorithm.
@@ -546,11 +548,5 @@ mod tests {
         assert_eq!(civil(0), (1970, 1, 1));
         assert_eq!(civil(20_788), (2026, 12, 1));
         assert_eq!(civil(11_016), (2000, 2, 29));
-    }
-
-    #[test]
-    fn lost_lines_summed() {
-        let s = "Aggregated stats:\n           TOTAL events:      66948\n            LOST events:          3\n       LOST_SAMPLES events: 2\n";
-        assert_eq!(lost_in(s), 5);
     }
 }

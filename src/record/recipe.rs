@@ -147,7 +147,10 @@ mod tests {
     #[test]
     fn without_drops_one_event_and_refuses_others() {
         let r = for_policy("baseline").unwrap();
-        let w = r.clone().without(&["kmem:mm_page_free".to_string()]).unwrap();
+        let w = r
+            .clone()
+            .without(&["kmem:mm_page_free".to_string()])
+            .unwrap();
         assert_eq!(w.events.len(), 4);
         assert!(!w.perf_args().join(" ").contains("mm_page_free"));
         assert!(r.without(&["sched:sched_switch".to_string()]).is_err());

@@ -24,6 +24,8 @@ pub struct Ask {
     pub engine: Options,
     /// Skip malformed lines of the capture (counted, noted).
     pub lenient: bool,
+    /// `--kallsyms FILE` for perf.data call chains.
+    pub kallsyms: Option<std::sync::Arc<std::path::PathBuf>>,
 }
 
 /// An answer, by the engine that gave it.
@@ -58,6 +60,7 @@ pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
         let open = OpenOptions {
             format: None,
             lenient: a.lenient,
+            kallsyms: a.kallsyms.clone(),
         };
         let t = load::one_table(capture, &open)?;
         return Ok(Answer::ClosedForm(Box::new(closed_form(
@@ -78,6 +81,17 @@ fn is_table(capture: &str) -> Result<bool> {
     Ok(f.content() == Content::LockTables)
 }
 
+impl Ask {
+    /// How the capture is opened.
+    fn open(&self) -> OpenOptions {
+        OpenOptions {
+            format: None,
+            lenient: self.lenient,
+            kallsyms: self.kallsyms.clone(),
+        }
+    }
+}
+
 /// Replay `capture` through `policy`.
 pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome> {
     if !(0.5..=1.0).contains(&a.engine.post_quantile) {
@@ -86,7 +100,7 @@ pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome
             a.engine.post_quantile
         )));
     }
-    let t = trace::read(capture, a.lenient)?;
+    let t = trace::read_with(capture, &a.open())?;
     let ctx = context(&t);
     let p = registry::make_lock(policy, set, &ctx)?;
     let mut o = super::run(&t, p.as_ref(), &ctx, &a.engine)?;
@@ -111,7 +125,7 @@ pub struct Validation {
 /// implies (the policy's `after_defaults`) are added to `set` where it does not give them.
 pub fn validate(policy: &str, base: &str, after: &str, set: &Set, a: &Ask) -> Result<Validation> {
     let mut set = set.clone();
-    let at = trace::read(after, a.lenient)?;
+    let at = trace::read_with(after, &a.open())?;
     if let Some(defaults) = registry::find(policy)?.after_defaults {
         defaults(&at, &mut set)?;
     }
@@ -141,6 +155,7 @@ pub fn observer_note(capture: &str) -> Option<String> {
     let opts = OpenOptions {
         format: None,
         lenient: true,
+        ..OpenOptions::default()
     };
     let total = |p: &std::path::Path| -> Option<u64> {
         let t = load::one_table(&p.to_string_lossy(), &opts).ok()?;

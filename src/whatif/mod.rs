@@ -356,6 +356,13 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     }
     let mut notes = Vec::new();
     notes.extend(policy.notes(&rec));
+    let lost = t.lost_events();
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} events lost: the replay undercounts (the recording's buffer overflowed, so holds, \
+             waits and frees are missing from it; capture again with a larger `perf record -m` or fewer events)"
+        ));
+    }
     if t.skipped_lines > 0 {
         notes.push(format!(
             "{} malformed lines skipped (--lenient)",

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-use lockcast_parsers::event::Event;
+use lockcast_parsers::event::{CaptureHeader, Event};
 use lockcast_parsers::payload;
 
 use crate::capture;
@@ -147,8 +147,11 @@ pub struct Trace {
     /// Slowpath seen in call chains, when the capture has them.
     pub slowpath_seen: Option<Observation>,
     /// `key=value` lines of the capture's `meta` file (written by fixtures/capture-replay.sh),
-    /// when one sits beside the capture.
+    /// when one sits beside the capture; keys the file lacks (or all, without a file) filled
+    /// from the capture's own header when it has one (perf.data: [`header_meta`]).
     pub meta: HashMap<String, String>,
+    /// The capture's own header (perf.data), with its lost-event counts.
+    pub header: Option<CaptureHeader>,
     /// Lines skipped in lenient mode.
     pub skipped_lines: u64,
     /// How many events of each of [`TRACKED`] the capture has (before any filtering), so a
@@ -211,20 +214,39 @@ impl Trace {
     pub fn meta_f64(&self, key: &str) -> Option<f64> {
         self.meta.get(key).and_then(|v| v.trim().parse().ok())
     }
+
+    /// Events the recording lost: counted in the file itself when it is a perf.data (its
+    /// `PERF_RECORD_LOST`/`LOST_SAMPLES` records are the truth, whatever a meta file says),
+    /// else the meta file's `lost_events`.
+    pub fn lost_events(&self) -> u64 {
+        match &self.header {
+            Some(h) if h.complete => h.lost_events(),
+            _ => self
+                .meta
+                .get("lost_events")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+        }
+    }
 }
 
 /// Read a trace capture (format detected, gzip/zstd transparent, `-` for stdin).
 pub fn read(path: &str, lenient: bool) -> Result<Trace> {
+    let opts = capture::OpenOptions {
+        lenient,
+        ..capture::OpenOptions::default()
+    };
+    read_with(path, &opts)
+}
+
+/// [`read`] with the capture's open options (`--kallsyms` for perf.data call chains).
+pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
     let path = &crate::input::resolve_dir(path);
     let spec = InputSpec {
         path: path.to_string(),
         block: None,
     };
-    let opts = capture::OpenOptions {
-        format: None,
-        lenient,
-    };
-    let mut rd = capture::open(&spec, &opts)?.events("a replay")?;
+    let mut rd = capture::open(&spec, opts)?.events("a replay")?;
     let mut t = Trace {
         path: path.to_string(),
         events: Vec::new(),
@@ -234,6 +256,7 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         other_events: 0,
         slowpath_seen: None,
         meta: read_meta(path),
+        header: None,
         skipped_lines: 0,
         seen: [0; TRACKED.len()],
         with_callchain: 0,
@@ -243,6 +266,12 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
         add_event(path, e, &mut t, &mut st)?;
     }
     t.skipped_lines = rd.diagnostics().skipped;
+    if let Some(h) = rd.header() {
+        for (k, v) in header_meta(h) {
+            t.meta.entry(k.to_string()).or_insert(v);
+        }
+        t.header = Some(h.clone());
+    }
     if t.events.is_empty() {
         return Err(Error::Input(format!(
             "{path}: no kmem:mm_page_alloc, pagemap:mm_lru_insertion, kmem:mm_page_free or lock:contention_* events; \
@@ -397,6 +426,33 @@ fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: String)
     names.push(name.clone());
     map.insert(name, id);
     id
+}
+
+/// A capture header as `meta` file entries, under the keys fixtures/capture-replay.sh writes:
+/// `nproc` (CPUs online), `kernel` (`uname -r`), `perf_version` (`perf version X`, as
+/// `perf version` prints it), `cmd_record` (perf's command line), `lost_events`
+/// ([`CaptureHeader::lost_events`]), and `event_list` (the recorded events, comma-separated).
+pub fn header_meta(h: &CaptureHeader) -> Vec<(&'static str, String)> {
+    let mut m = Vec::new();
+    if let Some(n) = h.nr_cpus_online {
+        m.push(("nproc", n.to_string()));
+    }
+    if let Some(k) = &h.os_release {
+        m.push(("kernel", k.clone()));
+    }
+    if let Some(v) = &h.perf_version {
+        m.push(("perf_version", format!("perf version {v}")));
+    }
+    if let Some(c) = &h.cmdline {
+        m.push(("cmd_record", c.join(" ")));
+    }
+    if !h.events.is_empty() {
+        m.push(("event_list", h.events.join(",")));
+    }
+    if h.complete {
+        m.push(("lost_events", h.lost_events().to_string()));
+    }
+    m
 }
 
 /// The `meta` file fixtures/capture-replay.sh writes beside each capture (`key=value` lines).

@@ -11,6 +11,10 @@ use std::path::PathBuf;
 pub struct Kallsyms {
     /// (start, end, name), sorted by start, no two with the same start.
     syms: Vec<(u64, u64, String)>,
+    /// Where `_text` and `_stext` are: perf's reference symbols for the kernel map
+    /// (the `[kernel.kallsyms]_text` MMAP record's pgoff), so a table can be checked
+    /// against a recording even without a build-id.
+    refs: Vec<(String, u64)>,
 }
 
 impl Kallsyms {
@@ -20,6 +24,7 @@ impl Kallsyms {
     /// one starts, the last one a page after its start's page.
     pub fn parse(text: &str) -> Self {
         let mut v: Vec<(u64, String)> = Vec::new();
+        let mut refs = Vec::new();
         for line in text.lines() {
             let mut it = line.split_ascii_whitespace();
             let (Some(a), Some(t), Some(name)) = (it.next(), it.next(), it.next()) else {
@@ -33,6 +38,9 @@ impl Kallsyms {
             };
             if addr == 0 {
                 continue;
+            }
+            if name == "_text" || name == "_stext" {
+                refs.push((name.to_string(), addr));
             }
             v.push((addr, name.to_string()));
         }
@@ -50,7 +58,12 @@ impl Kallsyms {
                 None => (syms[i].0 & !4095) + 8192,
             };
         }
-        Kallsyms { syms }
+        Kallsyms { syms, refs }
+    }
+
+    /// The address of `_text` or `_stext` (perf's reference symbols), when listed.
+    pub fn reference(&self, name: &str) -> Option<u64> {
+        self.refs.iter().find(|r| r.0 == name).map(|r| r.1)
     }
 
     /// Number of symbols.
