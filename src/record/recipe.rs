@@ -25,58 +25,38 @@ pub struct Recipe {
     pub events: Vec<Event>,
 }
 
-const fn plain(name: &'static str) -> Event {
-    Event { name, chain: false }
-}
-
-const fn chained(name: &'static str) -> Event {
-    Event { name, chain: true }
-}
-
-/// The five events every lock replay needs.
-const REPLAY: [&str; 5] = [
-    "lock:contention_begin",
-    "lock:contention_end",
-    "pagemap:mm_lru_insertion",
-    "kmem:mm_page_alloc",
-    "kmem:mm_page_free",
-];
-
 /// The lock events alone: the observer-effect yardstick.
 pub const LOCK_ONLY: [&str; 2] = ["lock:contention_begin", "lock:contention_end"];
 
-/// The recipe for `policy` (a name from the what-if registry).
-///
-/// The fbatch policies need the drain sites (call chains on the lock and the insertion
-/// events) and the moment folios die (the madvise syscalls): the recipe of
-/// fixtures/capture-fbatch.sh. The work policies read a directory of their own making
-/// (fixtures/capture-lazyfree.sh) and are refused here.
+/// The recipe for `policy` (a name from the what-if registry), from the `needs` its registry
+/// row declares (`whatif::checks`), so what is recorded and what is checked are one list: the
+/// first event of each need, optional ones too. Where the policy wants call chains (the fbatch
+/// policies: drain sites), the lock and syscall events take them and the per-folio mm events
+/// (`pagemap:*`, `kmem:*`) do not: they fire once per folio inside the hold, and a stack walk
+/// per folio stretches every hold several-fold. Work policies read a directory of their own
+/// making (fixtures/capture-lazyfree.sh) and are refused here.
 pub fn for_policy(policy: &str) -> Result<Recipe, String> {
-    match policy {
-        "baseline" | "lru-cache" | "folio-size" => Ok(Recipe {
-            name: "replay",
-            events: REPLAY.iter().map(|&e| plain(e)).collect(),
-        }),
-        "fbatch-drain" | "dead-prefree" => Ok(Recipe {
-            name: "fbatch",
-            events: vec![
-                chained("lock:contention_begin"),
-                chained("lock:contention_end"),
-                chained("syscalls:sys_enter_madvise"),
-                chained("syscalls:sys_exit_madvise"),
-                plain("pagemap:mm_lru_insertion"),
-                plain("kmem:mm_page_alloc"),
-                plain("kmem:mm_page_free"),
-            ],
-        }),
-        "lazyfree-thp" | "khugepaged-lazyfree" => Err(format!(
+    let info = crate::whatif::registry::find(policy).map_err(|e| e.to_string())?;
+    let Some(needs) = info.needs else {
+        return Err(format!(
             "{policy} reads a capture directory of its own (samples, reclaim stats, khugepaged scans): \
              make it with fixtures/capture-lazyfree.sh"
-        )),
-        other => Err(format!(
-            "no recording recipe for policy `{other}` (see `lockcast whatif --help` for the policies)"
-        )),
-    }
+        ));
+    };
+    let chains = needs.call_chains.is_some();
+    let events = needs
+        .events
+        .iter()
+        .filter_map(|n| n.any_of.first().copied())
+        .map(|name| Event {
+            name,
+            chain: chains && !(name.starts_with("pagemap:") || name.starts_with("kmem:")),
+        })
+        .collect();
+    Ok(Recipe {
+        name: if chains { "chains" } else { "replay" },
+        events,
+    })
 }
 
 impl Recipe {
@@ -141,7 +121,12 @@ mod tests {
         let a = for_policy("fbatch-drain").unwrap().perf_args().join(" ");
         assert!(a.starts_with("-g -e lock:contention_begin "), "{a}");
         assert!(a.contains("-e kmem:mm_page_free/call-graph=no/"), "{a}");
-        assert!(a.contains("-e syscalls:sys_exit_madvise -e"), "{a}");
+        assert!(a.contains("-e syscalls:sys_exit_madvise"), "{a}");
+        assert!(!a.contains("madvise/call-graph=no"), "{a}");
+        assert!(
+            a.contains("-e pagemap:mm_lru_insertion/call-graph=no/"),
+            "{a}"
+        );
     }
 
     #[test]
