@@ -52,7 +52,9 @@ pub mod tracing;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
-use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType};
+use linux_perf_data::linux_perf_event_reader::{
+    Endianness, EventRecord, PerfEventType, RecordParseInfo, RecordType, SampleFormat,
+};
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
 use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
@@ -123,6 +125,11 @@ struct Ctx {
     samples: u64,
     lost: u64,
     unparsed: u64,
+    /// Each attr's record layout: with `attr_of_id` (a file cut short) the record reader knows
+    /// no ids and would parse every sample with the first attr's layout.
+    parse_infos: Vec<RecordParseInfo>,
+    /// Records of a known type whose body does not parse (skipped, said at the end).
+    bad_records: u64,
 }
 
 /// Streaming reader of perf.data events.
@@ -183,7 +190,12 @@ impl<'a> Reader<'a> {
             Ok(Some(e)) => Ok(Some(e)),
             Ok(None) => {
                 self.finished = true;
-                let (lost, unparsed) = (st.ctx.lost, st.ctx.unparsed);
+                let (lost, unparsed, bad) = (st.ctx.lost, st.ctx.unparsed, st.ctx.bad_records);
+                if bad > 0 {
+                    self.diagnostics.notes.push(format!(
+                        "{bad} record(s) whose body does not parse were skipped"
+                    ));
+                }
                 if lost > 0 {
                     self.diagnostics.notes.push(format!(
                         "the recording lost {lost} event(s) (PERF_RECORD_LOST): the kernel's buffer overflowed, results undercount"
@@ -209,6 +221,11 @@ impl<'a> Reader<'a> {
         drop(input);
         let lenient = self.opts.common.lenient;
         let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
+        for (ty, n, at) in &checked.unknown {
+            self.diagnostics.notes.push(format!(
+                "{n} record(s) of type {ty}, which perf does not define, skipped (the first at byte {at})"
+            ));
+        }
         let (file, iter) = if checked.pipe {
             let r = PerfFileReader::parse_pipe(Cursor::new(buf)).map_err(|e| {
                 binary(
@@ -283,6 +300,33 @@ impl<'a> Reader<'a> {
             let attr = match a.attr.type_ {
                 PerfEventType::Tracepoint(id) => {
                     match tracing.as_ref().and_then(|t| t.formats.get(&id)) {
+                        None if tracing.is_some() => {
+                            // without its format the payload would be empty: a typed table
+                            // silently missing its fields
+                            let name = a.name().unwrap_or("tracepoint");
+                            let (at, why) = match tracing.as_ref().and_then(|t| t.unparsed.first()) {
+                                Some((o, sys)) => (
+                                    checked.tracing_offset + *o as u64,
+                                    format!("got a format file of system {sys} there that does not parse"),
+                                ),
+                                None => (checked.tracing_offset, "got none".to_string()),
+                            };
+                            let what = format!(
+                                "tracing-data section: expected the format of tracepoint id {id} ({name}), {why}"
+                            );
+                            if !lenient {
+                                return Err(binary(at, what));
+                            }
+                            self.diagnostics.notes.push(format!(
+                                "byte {at}: {what}: its events have an empty payload"
+                            ));
+                            let (system, name) = split_name(name);
+                            Attr {
+                                system,
+                                name,
+                                format: None,
+                            }
+                        }
                         Some(f) => Attr {
                             system: Some(f.system.clone()),
                             name: f.name.clone(),
@@ -332,10 +376,17 @@ impl<'a> Reader<'a> {
             }
             None => None,
         };
+        let parse_infos = file
+            .event_attributes()
+            .iter()
+            .map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian))
+            .collect();
         Ok(State {
             file,
             iter,
             ctx: Ctx {
+                parse_infos,
+                bad_records: 0,
                 attrs,
                 attr_of_id: checked.attr_of_id.clone(),
                 big_endian,
@@ -379,6 +430,24 @@ struct Checked {
     /// A file cut short: sample id → attr index, from the attr section's id lists (the record
     /// reader takes them from the lost EVENT_DESC section otherwise).
     attr_of_id: HashMap<u64, usize>,
+    /// Records of a type perf does not define: (type, count, first byte offset), skipped.
+    unknown: Vec<(u32, u64, u64)>,
+}
+
+/// Record types perf defines: the kernel's (`enum perf_event_type`, 1..=22) and perf's own
+/// (`enum perf_user_event_type`, 64..=84).
+fn known_record_type(ty: u32) -> bool {
+    (1..=22).contains(&ty) || (64..=84).contains(&ty)
+}
+
+fn count_unknown(unknown: &mut Vec<(u32, u64, u64)>, ty: u32, pos: u64) {
+    if known_record_type(ty) {
+        return;
+    }
+    match unknown.iter_mut().find(|u| u.0 == ty) {
+        Some(u) => u.1 += 1,
+        None => unknown.push((ty, 1, pos)),
+    }
 }
 
 fn sect(b: &[u8], i: usize) -> (u64, u64) {
@@ -461,6 +530,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     let end = if data_size == 0 { len } else { end };
     let mut pos = data_off;
     let mut records = 0u64;
+    let mut unknown = Vec::new();
     while pos < end {
         let p = pos as usize;
         if pos + 8 > end {
@@ -491,6 +561,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         if next > end {
             break;
         }
+        count_unknown(&mut unknown, ty, pos);
         pos = next;
         records += 1;
     }
@@ -511,10 +582,11 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             ));
         } else {
             for k in 0..u64::from(n_feat) {
-                let (o, s) = sect(buf, (claimed_end + 16 * k) as usize);
+                let entry = claimed_end + 16 * k;
+                let (o, s) = sect(buf, entry as usize);
                 if o.saturating_add(s) > len {
                     cut = Some(format!(
-                        "a feature section claims bytes {o}..{}",
+                        "the feature index entry at byte {entry} claims bytes {o}..{}",
                         o.saturating_add(s)
                     ));
                     break;
@@ -553,6 +625,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     Ok(Checked {
         tracing_offset,
         attr_of_id,
+        unknown,
         ..Checked::default()
     })
 }
@@ -664,6 +737,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
             cut_at = Some(pos);
             break;
         }
+        count_unknown(&mut out.unknown, ty, pos);
         pos = next;
         records += 1;
     }
@@ -722,6 +796,7 @@ fn tracefs_formats(ids: &[u64]) -> Option<TracingData> {
         long_size: 8,
         big_endian: false,
         formats,
+        unparsed: Vec::new(),
     })
 }
 
@@ -745,10 +820,33 @@ impl State {
                 )
             })?;
             let Some(rec) = rec else { return Ok(None) };
-            let PerfFileRecord::EventRecord { attr_index, record } = rec else {
+            let PerfFileRecord::EventRecord {
+                mut attr_index,
+                mut record,
+            } = rec
+            else {
                 continue;
             };
-            let Ok(parsed) = record.parse() else { continue };
+            if !ctx.attr_of_id.is_empty() && record.record_type == RecordType::SAMPLE {
+                // a sample starts with its id when the attrs' layouts differ (IDENTIFIER)
+                let first = ctx.parse_infos.first().map(|p| p.sample_format);
+                if first.is_some_and(|f| f.contains(SampleFormat::IDENTIFIER)) {
+                    let data = record.data.as_slice();
+                    let id = data
+                        .get(..8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                    if let Some(&i) = id.and_then(|id| ctx.attr_of_id.get(&id)) {
+                        if let Some(p) = ctx.parse_infos.get(i) {
+                            record.parse_info = *p;
+                            attr_index = i;
+                        }
+                    }
+                }
+            }
+            let Ok(parsed) = record.parse() else {
+                ctx.bad_records += 1;
+                continue;
+            };
             match parsed {
                 EventRecord::Comm(c) => {
                     let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
