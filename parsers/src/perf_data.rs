@@ -53,7 +53,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
 use linux_perf_data::linux_perf_event_reader::{
-    Endianness, EventRecord, PerfEventType, RecordParseInfo, RecordType, SampleFormat,
+    CpuMode, Endianness, EventRecord, PerfEventType, RecordParseInfo, RecordType, SampleFormat,
 };
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
@@ -102,6 +102,7 @@ struct Attr {
 }
 
 /// A user-space mapping from an MMAP/MMAP2 record.
+#[derive(Clone)]
 struct Map {
     start: u64,
     len: u64,
@@ -130,6 +131,8 @@ struct Ctx {
     parse_infos: Vec<RecordParseInfo>,
     /// Records of a known type whose body does not parse (skipped, said at the end).
     bad_records: u64,
+    /// Some attr records call chains (perf script then prints every sample's ip).
+    has_chains: bool,
 }
 
 /// Streaming reader of perf.data events.
@@ -387,6 +390,7 @@ impl<'a> Reader<'a> {
             ctx: Ctx {
                 parse_infos,
                 bad_records: 0,
+                has_chains,
                 attrs,
                 attr_of_id: checked.attr_of_id.clone(),
                 big_endian,
@@ -856,6 +860,13 @@ impl State {
                     if let Some(parent) = ctx.comms.get(&f.ptid).cloned() {
                         ctx.comms.insert(f.tid, parent);
                     }
+                    // a new process starts with its parent's mappings (perf's thread__fork),
+                    // so its user frames name the same files
+                    if f.pid != f.ppid && !ctx.maps.contains_key(&f.pid) {
+                        if let Some(m) = ctx.maps.get(&f.ppid).cloned() {
+                            ctx.maps.insert(f.pid, m);
+                        }
+                    }
                 }
                 EventRecord::Mmap(m) => {
                     let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
@@ -902,6 +913,16 @@ impl State {
                     }
                     let payload = payload.trim_end().to_string();
                     let mut callchain = Vec::new();
+                    if s.callchain.is_none() && ctx.has_chains {
+                        // perf script prints the sample's ip in place of the call chain of an
+                        // event recorded without one when others in the file have one
+                        // (`-g` with `/call-graph=no/`)
+                        if let Some(ip) = s.ip {
+                            let kernel =
+                                matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
+                            callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
+                        }
+                    }
                     if let Some(cc) = &s.callchain {
                         let mut kernel = false;
                         for i in 0..cc.len() {
