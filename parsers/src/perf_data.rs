@@ -503,6 +503,15 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             format!("expected a perf.data file header of {FILE_HEADER_LEN} bytes, got header size {hsize} in a file of {len} byte(s)"),
         ));
     }
+    // struct perf_file_attr: a perf_event_attr (PERF_ATTR_SIZE_VER0 = 64 bytes at least) and
+    // the file section of its ids (the record reader divides by this size)
+    let entry_size = u64_at(buf, 16).unwrap_or(0);
+    if entry_size < 64 + 16 {
+        return Err(binary(
+            16,
+            format!("expected an attr entry size of at least 80 bytes, got {entry_size}"),
+        ));
+    }
     let (attr_off, attr_size) = sect(buf, 24);
     let (data_off, data_size) = sect(buf, 40);
     if attr_off.saturating_add(attr_size) > len {
@@ -518,6 +527,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         ));
     }
     let claimed_end = data_off.saturating_add(data_size);
+    check_event_types(buf)?;
     let mut cut: Option<String> = None;
     let mut attr_of_id = HashMap::new();
     if data_size == 0 {
@@ -560,7 +570,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         }
         let mut next = pos + size;
         if ty == PERF_RECORD_AUXTRACE {
-            next += u64_at(buf, p + 8).unwrap_or(0);
+            next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
         }
         if next > end {
             break;
@@ -598,6 +608,9 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             }
         }
     }
+    if cut.is_none() {
+        check_feature_counts(buf, claimed_end)?;
+    }
     if let Some(why) = cut {
         let lost = len - pos;
         let what = format!(
@@ -634,6 +647,84 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     })
 }
 
+/// The record reader sizes its vectors from counts in the file before reading what they count
+/// (an abort on a huge count): the EVENT_DESC feature section's event, id and string counts must
+/// fit in the section. `index` is where the feature index starts (right after the data).
+fn check_feature_counts(buf: &[u8], index: u64) -> Result<(), Error> {
+    const HEADER_EVENT_DESC_BIT: usize = 12;
+    let mut k = 0u64;
+    for bit in 0..256usize {
+        if buf[72 + bit / 8] >> (bit % 8) & 1 == 0 {
+            continue;
+        }
+        let entry = index + 16 * k;
+        k += 1;
+        if bit != HEADER_EVENT_DESC_BIT {
+            continue;
+        }
+        let (o, size) = sect(buf, entry as usize);
+        let end = o + size; // inside the file: checked by the caller
+        let bad = |at: u64, what: String| {
+            binary(
+                at,
+                format!("EVENT_DESC feature section (bytes {o}..{end}): expected {what}"),
+            )
+        };
+        let nr = u64::from(u32_at(buf, o as usize).ok_or_else(|| bad(o, "an event count".into()))?);
+        let attr_size = u64::from(u32_at(buf, o as usize + 4).unwrap_or(0));
+        let mut pos = o + 8;
+        for i in 0..nr {
+            // attr, u32 nr_ids, u32 string length + string, nr_ids u64 ids
+            let ids_at = pos + attr_size;
+            let n_ids = u64::from(
+                u32_at(buf, ids_at as usize)
+                    .filter(|_| ids_at + 8 <= end)
+                    .ok_or_else(|| {
+                        bad(pos, format!("event {} of {nr} inside the section", i + 1))
+                    })?,
+            );
+            let str_len = u64::from(u32_at(buf, ids_at as usize + 4).unwrap_or(0));
+            pos = ids_at + 8 + str_len;
+            let next = pos.saturating_add(n_ids.saturating_mul(8));
+            if next > end {
+                return Err(bad(
+                    ids_at,
+                    format!(
+                        "event {} of {nr}'s name and {n_ids} id(s) inside the section",
+                        i + 1
+                    ),
+                ));
+            }
+            pos = next;
+        }
+    }
+    Ok(())
+}
+
+/// The old event_types section (header bytes 56..72, written by perf before 3.x): the record
+/// reader reads it when present, each entry an attr and the (offset, size) of its ids, which
+/// must lie inside the file.
+fn check_event_types(buf: &[u8]) -> Result<(), Error> {
+    let (o, size) = sect(buf, 56);
+    if size == 0 {
+        return Ok(());
+    }
+    let len = buf.len() as u64;
+    if o.saturating_add(size) > len {
+        return Err(binary(56, format!("expected the event_types section (bytes {o}..{}) inside the file, got a file of {len} bytes", o.saturating_add(size))));
+    }
+    let attr_size = u64_at(buf, 16).unwrap_or(0);
+    let entry = attr_size + 16;
+    for k in 0..size / entry.max(1) {
+        let at = o + k * entry + attr_size;
+        let (io, is) = sect(buf, at as usize);
+        if io.saturating_add(is) > len {
+            return Err(binary(at, format!("expected the ids of event type {} (bytes {io}..{}) inside the file, got a file of {len} bytes", k + 1, io.saturating_add(is))));
+        }
+    }
+    Ok(())
+}
+
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
 /// section (offset, size) of its u64 sample ids. Maps each id to its entry's index.
 fn attr_ids(buf: &[u8]) -> HashMap<u64, usize> {
@@ -646,7 +737,9 @@ fn attr_ids(buf: &[u8]) -> HashMap<u64, usize> {
     for i in 0..(size as usize / attr_size) {
         let entry = off as usize + i * attr_size;
         let (ids_off, ids_size) = sect(buf, entry + attr_size - 16);
-        for k in 0..(ids_size / 8) {
+        // ids past the end of the file (a damaged section) are not there to read
+        let n = (ids_size / 8).min((buf.len() as u64).saturating_sub(ids_off) / 8);
+        for k in 0..n {
             if let Some(id) = u64_at(buf, (ids_off + 8 * k) as usize) {
                 out.insert(id, i);
             }
@@ -719,7 +812,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
                 remove = Some((p, next as usize));
             }
         } else if ty == PERF_RECORD_AUXTRACE {
-            next += u64_at(buf, p + 8).unwrap_or(0);
+            next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
         } else if ty == PERF_RECORD_HEADER_BUILD_ID && next <= len {
             // struct build_id_event: header, pid, build_id[24] (size byte at 20 when misc bit 15), filename
             let misc = u16_at(buf, p + 4).unwrap_or(0);
@@ -804,6 +897,53 @@ fn tracefs_formats(ids: &[u64]) -> Option<TracingData> {
     })
 }
 
+/// Whether the record reader can parse `record` without panicking on a damaged field (found by
+/// fuzzing): a sample's call-chain length, which it multiplies by 8 unchecked (an overflow
+/// panic in debug builds, a wrong length in release ones), and an MMAP2 record's build-id
+/// length, which it asserts is at most 20. Such records are skipped and counted.
+fn parses_safely(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == RecordType::MMAP2 {
+        // pid, tid, addr, len, pgoff, then the build-id's length byte
+        return record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID == 0
+            || record.data.as_slice().get(32).is_none_or(|&n| n <= 20);
+    }
+    record.record_type != RecordType::SAMPLE || callchain_fits(record)
+}
+
+/// Whether a sample's call-chain length fits in the record. The chain follows the fixed u64
+/// fields of `sample_format` (perf_event_open(2) order); with `READ` (variable) the check is
+/// left to the reader.
+fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    let f = record.parse_info.sample_format;
+    if !f.contains(SampleFormat::CALLCHAIN) || f.contains(SampleFormat::READ) {
+        return true;
+    }
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|b| f.contains(**b))
+    .count()
+        * 8;
+    let data = record.data.as_slice();
+    match data.get(before..before + 8) {
+        Some(b) => {
+            let nr = u64::from_le_bytes(b.try_into().unwrap_or([0xff; 8]));
+            nr <= ((data.len() - before - 8) / 8) as u64
+        }
+        None => true, // too short: the reader's own error
+    }
+}
+
 /// perf's callchain context markers (`enum perf_callchain_context`), as u64.
 const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
@@ -847,6 +987,10 @@ impl State {
                     }
                 }
             }
+            if !parses_safely(&record) {
+                ctx.bad_records += 1;
+                continue;
+            }
             let Ok(parsed) = record.parse() else {
                 ctx.bad_records += 1;
                 continue;
@@ -876,7 +1020,7 @@ impl State {
                     let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
                     ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
                 }
-                EventRecord::Lost(l) => ctx.lost += l.count,
+                EventRecord::Lost(l) => ctx.lost = ctx.lost.saturating_add(l.count),
                 EventRecord::Sample(s) => {
                     ctx.samples += 1;
                     let tid = s.tid.unwrap_or(-1);
@@ -1000,7 +1144,7 @@ impl Ctx {
                 {
                     ip
                 } else {
-                    ip - m.start + m.pgoff
+                    (ip - m.start).wrapping_add(m.pgoff)
                 },
                 symbol: "[unknown]".into(),
                 offset: None,

@@ -74,6 +74,8 @@ pub enum Fmt {
     Ftrace,
     PerfScript,
     PerfReport,
+    /// `perf record` output (binary).
+    PerfData,
 }
 
 impl Fmt {
@@ -83,6 +85,7 @@ impl Fmt {
             Fmt::Ftrace => "ftrace",
             Fmt::PerfScript => "perf-script",
             Fmt::PerfReport => "perf-report",
+            Fmt::PerfData => "perf-data",
         }
     }
 }
@@ -111,7 +114,8 @@ fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every capture-text file in `fixtures/` and `tests/corpus/` with the format it is in, in
 /// path order (fixtures first): perf lock tables (and the seed posting), raw ftrace and
-/// trace-cmd text, perf script text (plain or gzip), perf report text. Scripts, READMEs,
+/// trace-cmd text, perf script text (plain or gzip), perf report text, and the perf.data
+/// recordings of `fixtures/perfdata/` (`perf.data.gz`, binary). Scripts, READMEs,
 /// `meta`, `perf stat` CSVs, workload and vmstat logs are not captures and are left out.
 pub fn capture_files() -> Vec<CaptureFile> {
     let mut paths = Vec::new();
@@ -130,11 +134,13 @@ pub fn capture_files() -> Vec<CaptureFile> {
         }
         // fixtures/<kind>/<run>/<file>: the capture scripts' directories
         let run_dir = [
-            "captures", "replay", "traces", "fbatch", "samples", "lazyfree",
+            "captures", "replay", "traces", "fbatch", "samples", "lazyfree", "perfdata",
         ]
         .iter()
         .any(|d| rel.starts_with(&format!("fixtures/{d}/")));
-        let fmt = if rel.starts_with("fixtures/fbatch/") && name == "report.txt"
+        let fmt = if rel.starts_with("fixtures/perfdata/") && name == "perf.data.gz" {
+            Fmt::PerfData
+        } else if rel.starts_with("fixtures/fbatch/") && name == "report.txt"
             || rel.contains("/perf-report/")
         {
             // fbatch's report.txt is `perf report --stdio`; captures/'s is `perf lock report`

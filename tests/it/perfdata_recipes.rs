@@ -253,12 +253,14 @@ fn whole_records(b: &[u8], limit: usize) -> (usize, usize, usize) {
 /// The first record of type `ty` in the data section.
 fn first_record(b: &[u8], ty: u32) -> usize {
     let mut pos = u64_at(b, 40) as usize;
-    loop {
+    let end = pos + u64_at(b, 48) as usize;
+    while pos + 8 <= end {
         if u32::from_le_bytes(b[pos..pos + 4].try_into().unwrap()) == ty {
             return pos;
         }
-        pos += u16::from_le_bytes(b[pos + 6..pos + 8].try_into().unwrap()) as usize;
+        pos += u16::from_le_bytes(b[pos + 6..pos + 8].try_into().unwrap()).max(8) as usize;
     }
+    panic!("no record of type {ty}")
 }
 
 /// The feature index (one 16-byte entry per feature bit set, right after the data section):
@@ -594,6 +596,152 @@ fn recipes_tracing_data_that_does_not_parse_names_the_byte() {
         stderr(&o).contains("its events have an empty payload"),
         "{}",
         stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_callchain_length_past_the_record_is_skipped_not_a_panic() {
+    // found by the perf_data fuzz target: the record reader multiplied a damaged call-chain
+    // length by 8 unchecked (overflow panic in a debug build). Here the first sample of a real
+    // cpu-clock -g recording gets the length u64::MAX: the u64 before its chain's first
+    // context marker (PERF_CONTEXT_KERNEL or _USER)
+    let mut f = perf_data(SAMPLES);
+    let at = first_record(&f, 9);
+    let size = u16::from_le_bytes([f[at + 6], f[at + 7]]) as usize;
+    let markers = [(-128i64) as u64, (-512i64) as u64];
+    let nr_at = (at + 8..at + size - 8)
+        .step_by(8)
+        .find(|&i| markers.contains(&u64_at(&f, i + 8)))
+        .unwrap();
+    assert!(
+        u64_at(&f, nr_at) > 0 && u64_at(&f, nr_at) < 128,
+        "a call-chain length"
+    );
+    f[nr_at..nr_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    let (o, d) = on_file("chain", &f, &["parse", "--table", "samples"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(
+        e.contains("1 record(s) whose body does not parse were skipped"),
+        "{e}"
+    );
+    assert!(
+        stdout(&o).contains(&format!(
+            "samples: {} rows",
+            count_in_text(SAMPLES, "cpu-clock") - 1
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_event_desc_count_past_its_section_is_an_error_not_an_abort() {
+    // found by the perf_data fuzz target: the record reader reserved room for the EVENT_DESC
+    // section's event count before reading the events (an abort on a huge count)
+    let mut f = perf_data(SAMPLES);
+    let (_, _, at) = *features(&f).iter().find(|x| x.0 == 12).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(f[at..at + 4].try_into().unwrap()),
+        1,
+        "one event: cpu-clock"
+    );
+    f[at..at + 4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let (o, d) = on_file("event-desc", &f, &["parse", "--table", "samples"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(
+        e.contains("perf.data: EVENT_DESC feature section")
+            && e.contains("expected event 2 of 2147483647 inside the section"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_attr_ids_past_the_end_of_a_cut_file_do_not_hang_the_lenient_read() {
+    // found by the perf_data fuzz target: a cut file's sample ids are read from the attr
+    // section's id lists, and a damaged list size made that loop run for 2^60 steps
+    let mut f = perf_data(SAMPLES);
+    let (attr, attr_size) = (u64_at(&f, 24) as usize, u64_at(&f, 16) as usize);
+    let size_at = attr + attr_size - 8;
+    f[size_at..size_at + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    let cut = f.len() / 2;
+    let (_, _, samples) = whole_records(&f, cut);
+    let (o, d) = on_file(
+        "ids",
+        &f[..cut],
+        &["parse", "--table", "samples", "--lenient"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("samples: {samples} rows")),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_attr_entry_size_zero_is_an_error_not_a_panic() {
+    // found by the perf_data fuzz target: the record reader divides the attr section by it
+    let mut f = perf_data(SAMPLES);
+    f[16..24].copy_from_slice(&0u64.to_le_bytes());
+    let (o, d) = on_file("attr-size", &f, &["parse", "--table", "samples"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "byte 16: perf.data: expected an attr entry size of at least 80 bytes, got 0"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_mmap2_build_id_longer_than_20_bytes_is_skipped_not_a_panic() {
+    // found by the perf_data fuzz target: the record reader asserts an MMAP2 record's build-id
+    // length (when misc bit 14 says it holds one) is at most 20, a panic in release builds
+    // too. The first MMAP2 record of a real recording is marked so, with length 21
+    let mut f = perf_data(SAMPLES);
+    let at = first_record(&f, 10);
+    let misc = u16::from_le_bytes([f[at + 4], f[at + 5]]) | 1 << 14;
+    f[at + 4..at + 6].copy_from_slice(&misc.to_le_bytes());
+    f[at + 8 + 32] = 21;
+    let (o, d) = on_file("mmap2", &f, &["parse", "--table", "samples"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(
+        e.contains("1 record(s) whose body does not parse were skipped"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn recipes_lost_counts_past_u64_saturate_not_overflow() {
+    // found by the perf_data fuzz target: the lost-event count was summed unchecked (an
+    // overflow panic in a debug build). Two samples of a real recording become LOST records
+    // (type 2: id, lost) of u64::MAX events each
+    let mut f = perf_data(SAMPLES);
+    let first = first_record(&f, 9);
+    let second = first + u16::from_le_bytes([f[first + 6], f[first + 7]]) as usize;
+    for at in [first, second] {
+        assert_eq!(u32::from_le_bytes(f[at..at + 4].try_into().unwrap()), 9);
+        f[at..at + 4].copy_from_slice(&2u32.to_le_bytes());
+        f[at + 16..at + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+    }
+    let (o, d) = on_file("lost", &f, &["parse", "--table", "samples"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains(&format!("the recording lost {} event(s)", u64::MAX)),
+        "{e}"
     );
     let _ = std::fs::remove_dir_all(d);
 }
