@@ -14,7 +14,7 @@ cd "$here/.."
 secs="${1:?usage: fuzz/run.sh SECONDS [TARGET...]}"
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(perf_lock ftrace perf_script perf_report detect lenient)
+[ ${#targets[@]} -gt 0 ] || targets=(perf_lock ftrace perf_script perf_report detect lenient perf_data)
 export RUSTC_BOOTSTRAP=1
 tdir="${FUZZ_TARGET_DIR:-$here/target}"
 nice_n="${NICE:-15}"

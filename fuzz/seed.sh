@@ -44,6 +44,37 @@ add perf_report "${perf_report[@]}"
 all=("${perf_lock[@]}" "${ftrace[@]}" "${perf_script[@]}" "${perf_report[@]}")
 add detect "${all[@]}"
 add lenient "${all[@]}"
-for t in perf_lock ftrace perf_script perf_report detect lenient; do
+# perf.data: each recording cut to MAX_LEN (header, attrs, the first records: a file cut
+# short), and the same with its first records spliced to the file's own feature sections
+# (header patched), so the tracing-data and print fmt parsers are reached within MAX_LEN.
+for f in "$root"/fixtures/perfdata/*/perf.data.gz; do
+  add perf_data "$f"
+  tmp="$(mktemp)"
+  gzip -dc "$f" | python3 -c '
+import struct, sys
+d = sys.stdin.buffer.read()
+off, size = struct.unpack_from("<QQ", d, 40)
+feat = d[off + size:]
+keep = max(0, int(sys.argv[1]) - off - len(feat) - 8)
+pos = off
+while pos + 8 <= off + size:
+    n = struct.unpack_from("<H", d, pos + 6)[0]
+    if n < 8 or pos + n - off > keep:
+        break
+    pos += n
+shift = off + size - pos
+out = bytearray(d[:pos])
+struct.pack_into("<Q", out, 48, pos - off)
+idx = bytearray(feat)
+nf = bin(int.from_bytes(d[72:104], "little")).count("1")
+for k in range(nf):
+    o = struct.unpack_from("<Q", idx, 16 * k)[0]
+    struct.pack_into("<Q", idx, 16 * k, o - shift)
+sys.stdout.buffer.write(bytes(out + idx))
+' "$max_len" >"$tmp" && add perf_data "$tmp"
+  rm -f "$tmp"
+done
+
+for t in perf_lock ftrace perf_script perf_report detect lenient perf_data; do
   echo "seed.sh: corpus/$t: $(ls "$here/corpus/$t" | wc -l) files"
 done

@@ -54,7 +54,9 @@ pub mod tracing;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
-use linux_perf_data::linux_perf_event_reader::{EventRecord, PerfEventType, RecordType};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, Endianness, EventRecord, PerfEventType, RecordParseInfo, RecordType, SampleFormat,
+};
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
 use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
@@ -105,6 +107,7 @@ struct Attr {
 }
 
 /// A user-space mapping from an MMAP/MMAP2 record.
+#[derive(Clone)]
 struct Map {
     start: u64,
     len: u64,
@@ -128,6 +131,13 @@ struct Ctx {
     samples: u64,
     unparsed: u64,
     header: CaptureHeader,
+    /// Each attr's record layout: with `attr_of_id` (a file cut short) the record reader knows
+    /// no ids and would parse every sample with the first attr's layout.
+    parse_infos: Vec<RecordParseInfo>,
+    /// Records of a known type whose body does not parse (skipped, said at the end).
+    bad_records: u64,
+    /// Some attr records call chains (perf script then prints every sample's ip).
+    has_chains: bool,
 }
 
 /// Streaming reader of perf.data events.
@@ -198,7 +208,16 @@ impl<'a> Reader<'a> {
                 if let Some(n) = st.ctx.header.describe() {
                     self.diagnostics.notes.push(n);
                 }
-                let (lost, unparsed) = (st.ctx.header.lost_events(), st.ctx.unparsed);
+                let (lost, unparsed, bad) = (
+                    st.ctx.header.lost_events(),
+                    st.ctx.unparsed,
+                    st.ctx.bad_records,
+                );
+                if bad > 0 {
+                    self.diagnostics.notes.push(format!(
+                        "{bad} record(s) whose body does not parse were skipped"
+                    ));
+                }
                 if lost > 0 {
                     self.diagnostics.notes.push(format!(
                         "the recording lost {lost} event(s) ({} PERF_RECORD_LOST record(s)): perf's buffer overflowed, results undercount",
@@ -225,6 +244,11 @@ impl<'a> Reader<'a> {
         drop(input);
         let lenient = self.opts.common.lenient;
         let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
+        for (ty, n, at) in &checked.unknown {
+            self.diagnostics.notes.push(format!(
+                "{n} record(s) of type {ty}, which perf does not define, skipped (the first at byte {at})"
+            ));
+        }
         let (file, iter) = if checked.pipe {
             let r = PerfFileReader::parse_pipe(Cursor::new(buf)).map_err(|e| {
                 binary(
@@ -299,6 +323,33 @@ impl<'a> Reader<'a> {
             let attr = match a.attr.type_ {
                 PerfEventType::Tracepoint(id) => {
                     match tracing.as_ref().and_then(|t| t.formats.get(&id)) {
+                        None if tracing.is_some() => {
+                            // without its format the payload would be empty: a typed table
+                            // silently missing its fields
+                            let name = a.name().unwrap_or("tracepoint");
+                            let (at, why) = match tracing.as_ref().and_then(|t| t.unparsed.first()) {
+                                Some((o, sys)) => (
+                                    checked.tracing_offset + *o as u64,
+                                    format!("got a format file of system {sys} there that does not parse"),
+                                ),
+                                None => (checked.tracing_offset, "got none".to_string()),
+                            };
+                            let what = format!(
+                                "tracing-data section: expected the format of tracepoint id {id} ({name}), {why}"
+                            );
+                            if !lenient {
+                                return Err(binary(at, what));
+                            }
+                            self.diagnostics.notes.push(format!(
+                                "byte {at}: {what}: its events have an empty payload"
+                            ));
+                            let (system, name) = split_name(name);
+                            Attr {
+                                system,
+                                name,
+                                format: None,
+                            }
+                        }
                         Some(f) => Attr {
                             system: Some(f.system.clone()),
                             name: f.name.clone(),
@@ -358,11 +409,19 @@ impl<'a> Reader<'a> {
             None => None,
         };
         let header = header_of(&file, &attrs);
+        let parse_infos = file
+            .event_attributes()
+            .iter()
+            .map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian))
+            .collect();
         Ok(State {
             file,
             iter,
             ctx: Ctx {
                 header,
+                parse_infos,
+                bad_records: 0,
+                has_chains,
                 attrs,
                 attr_of_id: checked.attr_of_id.clone(),
                 big_endian,
@@ -481,6 +540,24 @@ struct Checked {
     /// A file cut short: sample id → attr index, from the attr section's id lists (the record
     /// reader takes them from the lost EVENT_DESC section otherwise).
     attr_of_id: HashMap<u64, usize>,
+    /// Records of a type perf does not define: (type, count, first byte offset), skipped.
+    unknown: Vec<(u32, u64, u64)>,
+}
+
+/// Record types perf defines: the kernel's (`enum perf_event_type`, 1..=22) and perf's own
+/// (`enum perf_user_event_type`, 64..=84).
+fn known_record_type(ty: u32) -> bool {
+    (1..=22).contains(&ty) || (64..=84).contains(&ty)
+}
+
+fn count_unknown(unknown: &mut Vec<(u32, u64, u64)>, ty: u32, pos: u64) {
+    if known_record_type(ty) {
+        return;
+    }
+    match unknown.iter_mut().find(|u| u.0 == ty) {
+        Some(u) => u.1 += 1,
+        None => unknown.push((ty, 1, pos)),
+    }
 }
 
 fn sect(b: &[u8], i: usize) -> (u64, u64) {
@@ -532,6 +609,15 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             format!("expected a perf.data file header of {FILE_HEADER_LEN} bytes, got header size {hsize} in a file of {len} byte(s)"),
         ));
     }
+    // struct perf_file_attr: a perf_event_attr (PERF_ATTR_SIZE_VER0 = 64 bytes at least) and
+    // the file section of its ids (the record reader divides by this size)
+    let entry_size = u64_at(buf, 16).unwrap_or(0);
+    if entry_size < 64 + 16 {
+        return Err(binary(
+            16,
+            format!("expected an attr entry size of at least 80 bytes, got {entry_size}"),
+        ));
+    }
     let (attr_off, attr_size) = sect(buf, 24);
     let (data_off, data_size) = sect(buf, 40);
     if attr_off.saturating_add(attr_size) > len {
@@ -547,6 +633,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         ));
     }
     let claimed_end = data_off.saturating_add(data_size);
+    check_event_types(buf)?;
     let mut cut: Option<String> = None;
     let mut attr_of_id = HashMap::new();
     if data_size == 0 {
@@ -564,6 +651,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     let mut pos = data_off;
     let mut records = 0u64;
     let mut kernel_map = None;
+    let mut unknown = Vec::new();
     while pos < end {
         let p = pos as usize;
         if pos + 8 > end {
@@ -583,7 +671,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         }
         let mut next = pos + size;
         if ty == PERF_RECORD_AUXTRACE {
-            next += u64_at(buf, p + 8).unwrap_or(0);
+            next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
         }
         if next > end {
             break;
@@ -591,6 +679,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         if kernel_map.is_none() {
             kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
         }
+        count_unknown(&mut unknown, ty, pos);
         pos = next;
         records += 1;
     }
@@ -611,16 +700,20 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
             ));
         } else {
             for k in 0..u64::from(n_feat) {
-                let (o, s) = sect(buf, (claimed_end + 16 * k) as usize);
+                let entry = claimed_end + 16 * k;
+                let (o, s) = sect(buf, entry as usize);
                 if o.saturating_add(s) > len {
                     cut = Some(format!(
-                        "a feature section claims bytes {o}..{}",
+                        "the feature index entry at byte {entry} claims bytes {o}..{}",
                         o.saturating_add(s)
                     ));
                     break;
                 }
             }
         }
+    }
+    if cut.is_none() {
+        check_feature_counts(buf, claimed_end)?;
     }
     if let Some(why) = cut {
         let lost = len - pos;
@@ -654,8 +747,87 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         tracing_offset,
         attr_of_id,
         kernel_map,
+        unknown,
         ..Checked::default()
     })
+}
+
+/// The record reader sizes its vectors from counts in the file before reading what they count
+/// (an abort on a huge count): the EVENT_DESC feature section's event, id and string counts must
+/// fit in the section. `index` is where the feature index starts (right after the data).
+fn check_feature_counts(buf: &[u8], index: u64) -> Result<(), Error> {
+    const HEADER_EVENT_DESC_BIT: usize = 12;
+    let mut k = 0u64;
+    for bit in 0..256usize {
+        if buf[72 + bit / 8] >> (bit % 8) & 1 == 0 {
+            continue;
+        }
+        let entry = index + 16 * k;
+        k += 1;
+        if bit != HEADER_EVENT_DESC_BIT {
+            continue;
+        }
+        let (o, size) = sect(buf, entry as usize);
+        let end = o + size; // inside the file: checked by the caller
+        let bad = |at: u64, what: String| {
+            binary(
+                at,
+                format!("EVENT_DESC feature section (bytes {o}..{end}): expected {what}"),
+            )
+        };
+        let nr = u64::from(u32_at(buf, o as usize).ok_or_else(|| bad(o, "an event count".into()))?);
+        let attr_size = u64::from(u32_at(buf, o as usize + 4).unwrap_or(0));
+        let mut pos = o + 8;
+        for i in 0..nr {
+            // attr, u32 nr_ids, u32 string length + string, nr_ids u64 ids
+            let ids_at = pos + attr_size;
+            let n_ids = u64::from(
+                u32_at(buf, ids_at as usize)
+                    .filter(|_| ids_at + 8 <= end)
+                    .ok_or_else(|| {
+                        bad(pos, format!("event {} of {nr} inside the section", i + 1))
+                    })?,
+            );
+            let str_len = u64::from(u32_at(buf, ids_at as usize + 4).unwrap_or(0));
+            pos = ids_at + 8 + str_len;
+            let next = pos.saturating_add(n_ids.saturating_mul(8));
+            if next > end {
+                return Err(bad(
+                    ids_at,
+                    format!(
+                        "event {} of {nr}'s name and {n_ids} id(s) inside the section",
+                        i + 1
+                    ),
+                ));
+            }
+            pos = next;
+        }
+    }
+    Ok(())
+}
+
+/// The old event_types section (header bytes 56..72, written by perf before 3.x): the record
+/// reader reads it when present, each entry an attr and the (offset, size) of its ids, which
+/// must lie inside the file.
+fn check_event_types(buf: &[u8]) -> Result<(), Error> {
+    let (o, size) = sect(buf, 56);
+    if size == 0 {
+        return Ok(());
+    }
+    let len = buf.len() as u64;
+    if o.saturating_add(size) > len {
+        return Err(binary(56, format!("expected the event_types section (bytes {o}..{}) inside the file, got a file of {len} bytes", o.saturating_add(size))));
+    }
+    let attr_size = u64_at(buf, 16).unwrap_or(0);
+    let entry = attr_size + 16;
+    for k in 0..size / entry.max(1) {
+        let at = o + k * entry + attr_size;
+        let (io, is) = sect(buf, at as usize);
+        if io.saturating_add(is) > len {
+            return Err(binary(at, format!("expected the ids of event type {} (bytes {io}..{}) inside the file, got a file of {len} bytes", k + 1, io.saturating_add(is))));
+        }
+    }
+    Ok(())
 }
 
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
@@ -670,7 +842,9 @@ fn attr_ids(buf: &[u8]) -> HashMap<u64, usize> {
     for i in 0..(size as usize / attr_size) {
         let entry = off as usize + i * attr_size;
         let (ids_off, ids_size) = sect(buf, entry + attr_size - 16);
-        for k in 0..(ids_size / 8) {
+        // ids past the end of the file (a damaged section) are not there to read
+        let n = (ids_size / 8).min((buf.len() as u64).saturating_sub(ids_off) / 8);
+        for k in 0..n {
             if let Some(id) = u64_at(buf, (ids_off + 8 * k) as usize) {
                 out.insert(id, i);
             }
@@ -737,7 +911,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
                 remove = Some((p, next as usize));
             }
         } else if ty == PERF_RECORD_AUXTRACE {
-            next += u64_at(buf, p + 8).unwrap_or(0);
+            next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
         } else if ty == PERF_RECORD_HEADER_BUILD_ID && next <= len {
             // struct build_id_event: header, pid, build_id[24] (size byte at 20 when misc bit 15), filename
             let misc = u16_at(buf, p + 4).unwrap_or(0);
@@ -762,6 +936,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
         if out.kernel_map.is_none() {
             out.kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
         }
+        count_unknown(&mut out.unknown, ty, pos);
         pos = next;
         records += 1;
     }
@@ -820,7 +995,55 @@ fn tracefs_formats(ids: &[u64]) -> Option<TracingData> {
         long_size: 8,
         big_endian: false,
         formats,
+        unparsed: Vec::new(),
     })
+}
+
+/// Whether the record reader can parse `record` without panicking on a damaged field (found by
+/// fuzzing): a sample's call-chain length, which it multiplies by 8 unchecked (an overflow
+/// panic in debug builds, a wrong length in release ones), and an MMAP2 record's build-id
+/// length, which it asserts is at most 20. Such records are skipped and counted.
+fn parses_safely(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == RecordType::MMAP2 {
+        // pid, tid, addr, len, pgoff, then the build-id's length byte
+        return record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID == 0
+            || record.data.as_slice().get(32).is_none_or(|&n| n <= 20);
+    }
+    record.record_type != RecordType::SAMPLE || callchain_fits(record)
+}
+
+/// Whether a sample's call-chain length fits in the record. The chain follows the fixed u64
+/// fields of `sample_format` (perf_event_open(2) order); with `READ` (variable) the check is
+/// left to the reader.
+fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    let f = record.parse_info.sample_format;
+    if !f.contains(SampleFormat::CALLCHAIN) || f.contains(SampleFormat::READ) {
+        return true;
+    }
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|b| f.contains(**b))
+    .count()
+        * 8;
+    let data = record.data.as_slice();
+    match data.get(before..before + 8) {
+        Some(b) => {
+            let nr = u64::from_le_bytes(b.try_into().unwrap_or([0xff; 8]));
+            nr <= ((data.len() - before - 8) / 8) as u64
+        }
+        None => true, // too short: the reader's own error
+    }
 }
 
 /// perf's callchain context markers (`enum perf_callchain_context`), as u64.
@@ -843,17 +1066,44 @@ impl State {
                 )
             })?;
             let Some(rec) = rec else { return Ok(None) };
-            let PerfFileRecord::EventRecord { attr_index, record } = rec else {
+            let PerfFileRecord::EventRecord {
+                mut attr_index,
+                mut record,
+            } = rec
+            else {
                 continue;
             };
+            if !ctx.attr_of_id.is_empty() && record.record_type == RecordType::SAMPLE {
+                // a sample starts with its id when the attrs' layouts differ (IDENTIFIER)
+                let first = ctx.parse_infos.first().map(|p| p.sample_format);
+                if first.is_some_and(|f| f.contains(SampleFormat::IDENTIFIER)) {
+                    let data = record.data.as_slice();
+                    let id = data
+                        .get(..8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                    if let Some(&i) = id.and_then(|id| ctx.attr_of_id.get(&id)) {
+                        if let Some(p) = ctx.parse_infos.get(i) {
+                            record.parse_info = *p;
+                            attr_index = i;
+                        }
+                    }
+                }
+            }
+            if !parses_safely(&record) {
+                ctx.bad_records += 1;
+                continue;
+            }
             if record.record_type == RecordType::LOST_SAMPLES {
                 // struct perf_record_lost_samples { header; u64 lost; sample_id }
                 if let Some(n) = u64_at(&record.data.as_slice(), 0) {
-                    ctx.header.lost_samples += n;
+                    ctx.header.lost_samples = ctx.header.lost_samples.saturating_add(n);
                 }
                 continue;
             }
-            let Ok(parsed) = record.parse() else { continue };
+            let Ok(parsed) = record.parse() else {
+                ctx.bad_records += 1;
+                continue;
+            };
             match parsed {
                 EventRecord::Comm(c) => {
                     let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
@@ -862,6 +1112,13 @@ impl State {
                 EventRecord::Fork(f) => {
                     if let Some(parent) = ctx.comms.get(&f.ptid).cloned() {
                         ctx.comms.insert(f.tid, parent);
+                    }
+                    // a new process starts with its parent's mappings (perf's thread__fork),
+                    // so its user frames name the same files
+                    if f.pid != f.ppid && !ctx.maps.contains_key(&f.pid) {
+                        if let Some(m) = ctx.maps.get(&f.ppid).cloned() {
+                            ctx.maps.insert(f.pid, m);
+                        }
                     }
                 }
                 EventRecord::Mmap(m) => {
@@ -873,8 +1130,8 @@ impl State {
                     ctx.add_map(m.pid, m.address, m.length, m.page_offset, path);
                 }
                 EventRecord::Lost(l) => {
-                    ctx.header.lost_records += 1;
-                    ctx.header.lost_kernel += l.count;
+                    ctx.header.lost_records = ctx.header.lost_records.saturating_add(1);
+                    ctx.header.lost_kernel = ctx.header.lost_kernel.saturating_add(l.count);
                 }
                 EventRecord::Sample(s) => {
                     ctx.samples += 1;
@@ -912,6 +1169,16 @@ impl State {
                     }
                     let payload = payload.trim_end().to_string();
                     let mut callchain = Vec::new();
+                    if s.callchain.is_none() && ctx.has_chains {
+                        // perf script prints the sample's ip in place of the call chain of an
+                        // event recorded without one when others in the file have one
+                        // (`-g` with `/call-graph=no/`)
+                        if let Some(ip) = s.ip {
+                            let kernel =
+                                matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
+                            callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
+                        }
+                    }
                     if let Some(cc) = &s.callchain {
                         let mut kernel = false;
                         for i in 0..cc.len() {
@@ -989,7 +1256,7 @@ impl Ctx {
                 {
                     ip
                 } else {
-                    ip - m.start + m.pgoff
+                    (ip - m.start).wrapping_add(m.pgoff)
                 },
                 symbol: "[unknown]".into(),
                 offset: None,

@@ -173,7 +173,8 @@ Examples:
   lockcast whatif dead-prefree fixtures/fbatch/churn-4K-r1/script-ns.txt.gz
 
 What-ifs of patches that remove work (not lock timing): CAPTURE is a directory written by
-fixtures/capture-lazyfree.sh.
+fixtures/capture-lazyfree.sh. In place of samples.txt or events.txt it may hold the recording
+itself, perf.data[.gz] (capture-lazyfree.sh --keep-perfdata DIR writes such directories).
   lazyfree-thp         reclaim of PMD-mapped MADV_FREE THPs discarded whole instead of split.
                        Needs: samples.txt[.gz] (perf record -g -k CLOCK_MONOTONIC -e cpu-clock
                        of the reclaim, perf script --ns), vmstat-before.txt / vmstat-after.txt

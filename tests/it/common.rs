@@ -74,6 +74,8 @@ pub enum Fmt {
     Ftrace,
     PerfScript,
     PerfReport,
+    /// `perf record` output (binary).
+    PerfData,
 }
 
 impl Fmt {
@@ -83,6 +85,7 @@ impl Fmt {
             Fmt::Ftrace => "ftrace",
             Fmt::PerfScript => "perf-script",
             Fmt::PerfReport => "perf-report",
+            Fmt::PerfData => "perf-data",
         }
     }
 }
@@ -111,7 +114,8 @@ fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every capture-text file in `fixtures/` and `tests/corpus/` with the format it is in, in
 /// path order (fixtures first): perf lock tables (and the seed posting), raw ftrace and
-/// trace-cmd text, perf script text (plain or gzip), perf report text. Scripts, READMEs,
+/// trace-cmd text, perf script text (plain or gzip), perf report text, and the perf.data
+/// recordings of `fixtures/perfdata/` (`perf.data.gz`, binary). Scripts, READMEs,
 /// `meta`, `perf stat` CSVs, workload and vmstat logs are not captures and are left out.
 pub fn capture_files() -> Vec<CaptureFile> {
     let mut paths = Vec::new();
@@ -137,10 +141,13 @@ pub fn capture_files() -> Vec<CaptureFile> {
             "fbatch",
             "samples",
             "lazyfree",
+            "perfdata",
         ]
         .iter()
         .any(|d| rel.starts_with(&format!("fixtures/{d}/")));
-        let fmt = if rel.starts_with("fixtures/fbatch/") && name == "report.txt"
+        let fmt = if rel.starts_with("fixtures/perfdata/") && name == "perf.data.gz" {
+            Fmt::PerfData
+        } else if rel.starts_with("fixtures/fbatch/") && name == "report.txt"
             || rel.contains("/perf-report/")
         {
             // fbatch's report.txt is `perf report --stdio`; captures/'s is `perf lock report`
@@ -228,4 +235,180 @@ pub fn report_agrees_with_perf_lock(
         );
     }
     ours
+}
+
+/// A build-id cache (`PERF_BUILDID_DIR`) holding the kallsyms perf cached for `dir`'s recording
+/// (`dir/kallsyms.gz` under the build-id of `dir/meta`), so kernel frames are named the same on
+/// any machine or kernel. Without a kallsyms.gz (no call chains) the cache is empty.
+pub fn perfdata_buildid_dir(dir: &str) -> PathBuf {
+    use std::io::Read;
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cache =
+        std::env::temp_dir().join(format!("lockcast-it-buildid-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&cache).unwrap();
+    let ks = repo().join(dir).join("kallsyms.gz");
+    if ks.is_file() {
+        let meta = std::fs::read_to_string(repo().join(dir).join("meta")).unwrap();
+        let bid = meta
+            .lines()
+            .find_map(|l| l.strip_prefix("kernel_build_id="))
+            .unwrap();
+        let k = cache.join("[kernel.kallsyms]").join(bid);
+        std::fs::create_dir_all(&k).unwrap();
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(ks).unwrap())
+            .read_to_end(&mut text)
+            .unwrap();
+        std::fs::write(k.join("kallsyms"), text).unwrap();
+    }
+    cache
+}
+
+/// lockcast with `PERF_BUILDID_DIR` set to `cache`; asserts success.
+pub fn lockcast_cached(args: &[&str], cache: &Path) -> Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(args)
+        .current_dir(repo())
+        .env("PERF_BUILDID_DIR", cache)
+        .output()
+        .expect("run lockcast");
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    o
+}
+
+/// A CSV file as (header, rows).
+pub type CsvTable = (Vec<String>, Vec<Vec<String>>);
+
+pub fn read_csv(p: &Path) -> CsvTable {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut r = csv_rows(&text);
+    let head = r.remove(0);
+    (head, r)
+}
+
+/// Minimal CSV reader (quoted fields with doubled quotes), enough for lockcast's own output.
+pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let (mut row, mut field, mut quoted, mut chars) =
+        (Vec::new(), String::new(), false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => row.push(std::mem::take(&mut field)),
+            ('\n', false) => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            _ => field.push(c),
+        }
+    }
+    rows
+}
+
+/// A column a recording's `perf script` text does not print (its recipe's `-F` list leaves it
+/// out), so it is empty in every row of the text's table while the perf.data has it.
+pub struct TextLacks {
+    /// Table file (`samples.csv`).
+    pub table: &'static str,
+    pub column: &'static str,
+    /// Why (which `-F` field is missing).
+    pub why: &'static str,
+}
+
+/// Every table of `dir`'s perf.data.gz against the same table of its script-ns.txt.gz, row for
+/// row; returns the rows per table. Columns that must differ, and why:
+/// - source: the input's path;
+/// - line, begin_line: a binary file has no lines (the sample's number instead);
+/// - tgid (events, typed tables) and pid (samples): perf script's default output prints no pid,
+///   the file has it; period: perf script prints none for tracepoints (the file's is 1);
+/// - stack (contention) and stack_symbol/stack_offset (samples): user-space frames, which perf
+///   script names from the ELF file on disk and lockcast leaves [unknown]; the kernel frames
+///   (and so every caller) are checked equal;
+/// - `lacks`: columns the recipe's `perf script -F` does not print, checked empty in the text.
+pub fn perfdata_tables_equal(
+    dir: &str,
+    lacks: &[TextLacks],
+) -> std::collections::BTreeMap<String, usize> {
+    let cache = perfdata_buildid_dir(dir);
+    let out = std::env::temp_dir().join(format!(
+        "lockcast-it-perfdata-{}-{}",
+        std::process::id(),
+        dir.replace('/', "_")
+    ));
+    let (bin, txt) = (out.join("bin"), out.join("txt"));
+    for (input, to) in [("perf.data.gz", &bin), ("script-ns.txt.gz", &txt)] {
+        let t = to.to_string_lossy().into_owned();
+        let input = format!("{dir}/{input}");
+        lockcast_cached(
+            &["parse", "--table", "all", &input, "-o", &t, "--to", "csv"],
+            &cache,
+        );
+    }
+    let mut rows = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(&txt).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let (hb, rb) = read_csv(&bin.join(&name));
+        let (ht, rt) = read_csv(&txt.join(&name));
+        assert_eq!(hb, ht, "{dir} {name}: columns");
+        assert_eq!(rb.len(), rt.len(), "{dir} {name}: rows");
+        // (`pid` is the process only in `samples`; elsewhere it is the thread id, equal)
+        let process = if name == "samples.csv" { "pid" } else { "tgid" };
+        let lacked: Vec<(&str, &str)> = lacks
+            .iter()
+            .filter(|l| l.table == name)
+            .map(|l| (l.column, l.why))
+            .collect();
+        let skip = [
+            "source",
+            "line",
+            "begin_line",
+            process,
+            "period",
+            "stack",
+            "stack_symbol",
+            "stack_offset",
+        ];
+        for (i, (b, t)) in rb.iter().zip(&rt).enumerate() {
+            for (c, col) in ht.iter().enumerate() {
+                let col = col.as_str();
+                if let Some((_, why)) = lacked.iter().find(|l| l.0 == col) {
+                    assert!(
+                        t[c].is_empty(),
+                        "{dir} {name} row {} {col}: text has it ({why})",
+                        i + 1
+                    );
+                    continue;
+                }
+                if !skip.contains(&col) {
+                    assert_eq!(b[c], t[c], "{dir} {name} row {} column {col}", i + 1);
+                }
+                match col {
+                    p if p == process => {
+                        assert!(t[c].is_empty() && !b[c].is_empty(), "{dir} {name} {col}")
+                    }
+                    // printed for samples (equal), not for tracepoints (the file's is 1)
+                    "period" if b[c] != t[c] => {
+                        assert_eq!((b[c].as_str(), t[c].as_str()), ("1", ""), "{dir} {name}")
+                    }
+                    "stack" | "stack_symbol" => {
+                        // kernel part of the stack equal: frames up to the first user frame
+                        let kb: Vec<_> =
+                            b[c].split(';').take_while(|f| *f != "[unknown]").collect();
+                        let kt: Vec<_> = t[c].split(';').take(kb.len()).collect();
+                        assert_eq!(kb, kt, "{dir} {name} row {} {col}", i + 1);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        rows.insert(name, rb.len());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&cache);
+    rows
 }

@@ -268,7 +268,7 @@ fn check_tables(
         args.push("--lenient");
     }
     let cmd = format!("lockcast {}", args.join(" ").replace(&out_s, "DIR"));
-    let o = lockcast(&args);
+    let o = run_input(c, &args);
     if !sane(&o, &cmd, t) {
         return None;
     }
@@ -318,6 +318,32 @@ fn check_tables(
     o.status.code()
 }
 
+/// lockcast on one input. A perf.data names its kernel frames from the kallsyms kept beside it
+/// (a build-id cache made for the run, written `BUILDID_DIR` in stderr), never from the
+/// machine's own ~/.debug or /proc/kallsyms.
+fn run_input(c: &CaptureFile, args: &[&str]) -> Output {
+    if c.fmt != Fmt::PerfData {
+        return lockcast(args);
+    }
+    let dir = Path::new(&c.path)
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let cache = perfdata_buildid_dir(&dir);
+    let mut o = std::process::Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(args)
+        .current_dir(repo())
+        .env("PERF_BUILDID_DIR", &cache)
+        .output()
+        .expect("run lockcast");
+    o.stderr = stderr(&o)
+        .replace(&*cache.to_string_lossy(), "BUILDID_DIR")
+        .into_bytes();
+    let _ = std::fs::remove_dir_all(&cache);
+    o
+}
+
 /// Every golden file of one input: its tables (and, when the strict parse rejects the input,
 /// what `--lenient` makes of it, under `lenient/`) and its report.
 fn check_input(c: &CaptureFile, bless: bool, t: &mut Tally) {
@@ -325,7 +351,7 @@ fn check_input(c: &CaptureFile, bless: bool, t: &mut Tally) {
         check_tables(c, true, &format!("{}/lenient", c.path), bless, t);
     }
     let cmd = format!("lockcast report {}", c.path);
-    let o = lockcast(&["report", &c.path]);
+    let o = run_input(c, &["report", &c.path]);
     if sane(&o, &cmd, t) {
         check(
             &format!("{}/report.txt", c.path),

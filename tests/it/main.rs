@@ -13,6 +13,7 @@ mod lazyfree;
 mod limits;
 mod mutation;
 mod perfdata;
+mod perfdata_recipes;
 mod plots;
 mod record;
 mod seed;

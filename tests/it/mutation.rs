@@ -102,12 +102,15 @@ fn read_text(p: &Path) -> Vec<u8> {
 /// CLI does not tabulate them into `lock_stats`; the parser is fuzzed instead), the replay
 /// fixtures' multi-MB `script-ns` dumps beyond the one kept (same shape, 12 copies), and the
 /// fbatch, lazyfree, samples and replay-partial captures (added after this test; not mutated
-/// yet; replay-partial's dump has the replay fixtures' shape).
+/// yet; replay-partial's dump has the replay fixtures' shape), and the perf.data recordings and
+/// their text (the binary files have their own mutation test below; their text has the replay
+/// dump's shape).
 fn inputs() -> Vec<Input> {
     capture_files()
         .into_iter()
         .filter(|c| {
             c.fmt != Fmt::PerfReport
+                && c.fmt != Fmt::PerfData
                 && !(c.path.starts_with("fixtures/replay/")
                     && c.path.contains("/script")
                     && c.path != "fixtures/replay/micro-16K-r1/script-ns.txt.gz")
@@ -116,6 +119,7 @@ fn inputs() -> Vec<Input> {
                     "fixtures/lazyfree/",
                     "fixtures/replay-partial/",
                     "fixtures/samples/",
+                    "fixtures/perfdata/",
                 ]
                 .iter()
                 .any(|d| c.path.starts_with(d))
@@ -366,12 +370,29 @@ struct Run {
 /// Run `lockcast parse FILE --input-format F [--lenient] -o DIR/out.json` and check the contract
 /// every run must keep: no panic, no hang, output present iff success.
 fn run(file: &Path, fmt: Fmt, lenient: bool, what: &str, failures: &mut Vec<String>) -> Run {
+    run_with(file, fmt, lenient, what, failures, &[], None)
+}
+
+/// [`run`] with more `parse` arguments and a `PERF_BUILDID_DIR`.
+fn run_with(
+    file: &Path,
+    fmt: Fmt,
+    lenient: bool,
+    what: &str,
+    failures: &mut Vec<String>,
+    extra: &[&str],
+    buildid_dir: Option<&Path>,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockcast"));
+    if let Some(b) = buildid_dir {
+        cmd.env("PERF_BUILDID_DIR", b);
+    }
     cmd.arg("parse")
         .arg(file)
         .args(["--input-format", fmt.arg()])
+        .args(extra)
         .arg("-o")
         .arg(&out)
         .stdin(Stdio::null())
@@ -726,7 +747,7 @@ fn check_results(
     }
     match input.fmt {
         Fmt::PerfLock => check_perf_lock(case, &doc, &damage, &rows(&got), s, tally, failures),
-        Fmt::Ftrace | Fmt::PerfScript | Fmt::PerfReport => {
+        Fmt::Ftrace | Fmt::PerfScript | Fmt::PerfReport | Fmt::PerfData => {
             let (w0, w1) = (waits(clean), waits(&got));
             if w0.abs_diff(w1) > s + damage.size() {
                 failures.push(format!(
@@ -864,6 +885,207 @@ fn mutation_damaged_inputs_error_or_explain_every_difference() {
     for f in failures.iter().take(40) {
         println!("FAIL {f}");
     }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s), first: {}",
+        failures.len(),
+        failures[0]
+    );
+}
+
+/// How a perf.data arrives damaged: a copy cut short, bytes flipped in each part of the file
+/// (header, attrs, a record's header, a record's body, the feature sections), a range zeroed.
+#[derive(Debug, Clone, Copy)]
+enum BinKind {
+    Cut,
+    FlipHeader,
+    FlipAttrs,
+    FlipRecordHeader,
+    FlipRecordBody,
+    FlipFeatures,
+    ZeroRange,
+}
+
+const BIN_KINDS: &[BinKind] = &[
+    BinKind::Cut,
+    BinKind::FlipHeader,
+    BinKind::FlipAttrs,
+    BinKind::FlipRecordHeader,
+    BinKind::FlipRecordBody,
+    BinKind::FlipFeatures,
+    BinKind::ZeroRange,
+];
+
+fn le64(b: &[u8], i: usize) -> usize {
+    u64::from_le_bytes(b[i..i + 8].try_into().unwrap()) as usize
+}
+
+/// Record starts of the data section.
+fn record_starts(b: &[u8]) -> Vec<usize> {
+    let (off, end) = (le64(b, 40), le64(b, 40) + le64(b, 48));
+    let mut v = Vec::new();
+    let mut pos = off;
+    while pos + 8 <= end {
+        v.push(pos);
+        let n = u16::from_le_bytes([b[pos + 6], b[pos + 7]]) as usize;
+        if n < 8 {
+            break;
+        }
+        pos += n;
+    }
+    v
+}
+
+fn mutate_bin(kind: BinKind, f: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut b = f.to_vec();
+    let (attr, attr_len) = (le64(f, 24), le64(f, 32));
+    let data_end = le64(f, 40) + le64(f, 48);
+    let recs = record_starts(f);
+    let flip = |b: &mut Vec<u8>, from: usize, len: usize, rng: &mut Rng| {
+        let i = from + rng.below(len.max(1));
+        b[i] ^= 1 << rng.below(8);
+    };
+    match kind {
+        BinKind::Cut => b.truncate(16 + rng.below(f.len() - 17)),
+        BinKind::FlipHeader => flip(&mut b, 8, 96, rng),
+        BinKind::FlipAttrs => flip(&mut b, attr, attr_len, rng),
+        BinKind::FlipRecordHeader => {
+            let r = recs[rng.below(recs.len())];
+            flip(&mut b, r, 8, rng)
+        }
+        BinKind::FlipRecordBody => {
+            for _ in 0..8 {
+                let r = recs[rng.below(recs.len())];
+                let n = u16::from_le_bytes([f[r + 6], f[r + 7]]) as usize;
+                flip(&mut b, r + 8, n - 8, rng)
+            }
+        }
+        BinKind::FlipFeatures => flip(&mut b, data_end, f.len() - data_end, rng),
+        BinKind::ZeroRange => {
+            let at = le64(f, 40) + rng.below(data_end - le64(f, 40) - 4096);
+            b[at..at + 4096].fill(0);
+        }
+    }
+    b
+}
+
+/// perf.data recordings of `fixtures/perfdata/` (the ones up to ~1 MB: the multi-MB ones are
+/// the same recipes), each damaged every way of [`BinKind`] with seeded positions, parsed with
+/// `--table events`. Every run keeps the contract of [`run`] (no panic or hang, output iff
+/// exit 0, an error naming the file); an exit 3 also names the byte offset; a cut copy is exit 3
+/// strictly. Lenient mode runs on the cpu-clock recordings only (a tracepoint recording cut
+/// before its formats would be decoded from the machine's tracefs): a cut copy is read with
+/// exit 0 and said to be cut short, and where strict mode reads a damaged copy lenient mode
+/// gives the same rows.
+#[test]
+fn mutation_damaged_perf_data_errors_or_says_what_it_lost() {
+    let rounds: u64 = std::env::var("LOCKCAST_MUTATION_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let files: Vec<CaptureFile> = capture_files()
+        .into_iter()
+        .filter(|c| c.fmt == Fmt::PerfData)
+        .collect();
+    assert!(files.len() >= 7, "{} perf.data files", files.len());
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    let mut checked = 0;
+    for (k, c) in files.iter().enumerate() {
+        let mut f = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(repo().join(&c.path)).unwrap())
+            .read_to_end(&mut f)
+            .unwrap();
+        if f.len() > 1_300_000 {
+            continue;
+        }
+        checked += 1;
+        let rec_dir = Path::new(&c.path)
+            .parent()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let cache = perfdata_buildid_dir(&rec_dir);
+        let samples_only = !repo().join(&rec_dir).join("contention.txt").exists()
+            && !c.path.contains("khugepaged");
+        for round in 0..rounds {
+            for (n, kind) in BIN_KINDS.iter().enumerate() {
+                let seed = (k as u64) << 20 | round << 8 | n as u64;
+                let mut rng = Rng::new(seed);
+                let bytes = mutate_bin(*kind, &f, &mut rng);
+                let file = dir.path().join(format!("bin-{k}-{n}-{round}"));
+                std::fs::write(&file, &bytes).unwrap();
+                let what = format!("{} {kind:?} seed {seed}", c.path);
+                let args = ["--table", "events"];
+                let strict = run_with(
+                    &file,
+                    Fmt::PerfData,
+                    false,
+                    &what,
+                    &mut failures,
+                    &args,
+                    Some(&cache),
+                );
+                runs += 1;
+                if strict.code == 3 && !strict.stderr.contains("byte ") {
+                    failures.push(format!(
+                        "{what} (strict): exit 3 without a byte offset: {}",
+                        strict.stderr
+                    ));
+                }
+                if matches!(kind, BinKind::Cut) && strict.code != 3 {
+                    failures.push(format!(
+                        "{what} (strict): a cut copy read with exit {}: {}",
+                        strict.code, strict.stderr
+                    ));
+                }
+                if !samples_only {
+                    continue;
+                }
+                let lenient = run_with(
+                    &file,
+                    Fmt::PerfData,
+                    true,
+                    &what,
+                    &mut failures,
+                    &args,
+                    Some(&cache),
+                );
+                runs += 1;
+                if matches!(kind, BinKind::Cut)
+                    && (lenient.code != 0 || !lenient.stderr.contains("file cut short"))
+                {
+                    failures.push(format!(
+                        "{what} (lenient): a cut copy: exit {}: {}",
+                        lenient.code, lenient.stderr
+                    ));
+                }
+                if let (Some(s), Some(l)) = (&strict.json, &lenient.json) {
+                    if s != l {
+                        failures.push(format!(
+                            "{what}: strict and lenient read the same copy differently"
+                        ));
+                    }
+                }
+                if strict.code == 0 && lenient.code != 0 {
+                    failures.push(format!(
+                        "{what}: strict read it, lenient failed: {}",
+                        lenient.stderr
+                    ));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+    println!(
+        "mutation perf.data: {checked} files, {runs} runs, {} failure(s)",
+        failures.len()
+    );
+    for f in failures.iter().take(20) {
+        println!("FAIL {f}");
+    }
+    assert!(checked >= 4, "{checked} perf.data files small enough");
     assert!(
         failures.is_empty(),
         "{} failure(s), first: {}",

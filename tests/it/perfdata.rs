@@ -13,151 +13,16 @@ use crate::common::*;
 const REPLAY: &str = "fixtures/perfdata/micro-16K-replay";
 const G: &str = "fixtures/perfdata/micro-16K-g";
 
-/// A build-id cache holding the recording's kallsyms (as perf filled ~/.debug at record time),
-/// so kernel frames are named the same on any machine or kernel.
 fn buildid_dir() -> PathBuf {
-    let meta = std::fs::read_to_string(repo().join(G).join("meta")).unwrap();
-    let bid = meta
-        .lines()
-        .find_map(|l| l.strip_prefix("kernel_build_id="))
-        .unwrap()
-        .to_string();
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("lockcast-it-buildid-{}-{n}", std::process::id()));
-    let k = dir.join("[kernel.kallsyms]").join(&bid);
-    std::fs::create_dir_all(&k).unwrap();
-    let mut text = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(repo().join(G).join("kallsyms.gz")).unwrap())
-        .read_to_end(&mut text)
-        .unwrap();
-    std::fs::write(k.join("kallsyms"), text).unwrap();
-    dir
+    perfdata_buildid_dir(G)
 }
 
 fn run(args: &[&str], cache: &std::path::Path) -> Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_lockcast"))
-        .args(args)
-        .current_dir(repo())
-        .env("PERF_BUILDID_DIR", cache)
-        .output()
-        .expect("run lockcast");
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    o
+    lockcast_cached(args, cache)
 }
 
-type Table = (Vec<String>, Vec<Vec<String>>);
-
-fn read_csv(p: &std::path::Path) -> Table {
-    let text = std::fs::read_to_string(p).unwrap();
-    let mut r = csv_rows(&text);
-    let head = r.remove(0);
-    (head, r)
-}
-
-/// Minimal CSV reader (quoted fields with doubled quotes), enough for lockcast's own output.
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    let (mut row, mut field, mut quoted, mut chars) =
-        (Vec::new(), String::new(), false, text.chars().peekable());
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => row.push(std::mem::take(&mut field)),
-            ('\n', false) => {
-                row.push(std::mem::take(&mut field));
-                rows.push(std::mem::take(&mut row));
-            }
-            _ => field.push(c),
-        }
-    }
-    rows
-}
-
-/// Every table of `dir`'s perf.data against the same table of its perf script text.
 fn tables_equal(dir: &str) -> BTreeMap<String, usize> {
-    let cache = buildid_dir();
-    let out = std::env::temp_dir().join(format!(
-        "lockcast-it-perfdata-{}-{}",
-        std::process::id(),
-        dir.replace('/', "_")
-    ));
-    let (bin, txt) = (out.join("bin"), out.join("txt"));
-    for (input, to) in [("perf.data.gz", &bin), ("script-ns.txt.gz", &txt)] {
-        let t = to.to_string_lossy().into_owned();
-        run(
-            &[
-                "parse",
-                "--table",
-                "all",
-                &format!("{dir}/{input}"),
-                "-o",
-                &t,
-                "--to",
-                "csv",
-            ],
-            &cache,
-        );
-    }
-    let mut rows = BTreeMap::new();
-    for e in std::fs::read_dir(&txt).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        let (hb, rb) = read_csv(&bin.join(&name));
-        let (ht, rt) = read_csv(&txt.join(&name));
-        assert_eq!(hb, ht, "{name}: columns");
-        assert_eq!(rb.len(), rt.len(), "{name}: rows");
-        // Columns that must differ, and why:
-        // - source: the input's path;
-        // - line, begin_line: a binary file has no lines (the sample's number instead);
-        // - tgid (events, typed tables) and pid (samples): perf script's default output prints
-        //   no pid, the file has it; period: perf script prints none for tracepoints (here 1);
-        // - stack (contention) and stack_symbol/stack_offset (samples): user-space frames,
-        //   which perf script names from the ELF file on disk and lockcast leaves [unknown];
-        //   kernel frames (and so every caller) are equal, checked below.
-        // (`pid` is the process only in `samples`; elsewhere it is the thread id, equal)
-        let process = if name == "samples.csv" { "pid" } else { "tgid" };
-        let skip = [
-            "source",
-            "line",
-            "begin_line",
-            process,
-            "period",
-            "stack",
-            "stack_symbol",
-            "stack_offset",
-        ];
-        for (i, (b, t)) in rb.iter().zip(&rt).enumerate() {
-            for (c, col) in ht.iter().enumerate() {
-                if !skip.contains(&col.as_str()) {
-                    assert_eq!(b[c], t[c], "{name} row {} column {col}", i + 1);
-                }
-            }
-            for (c, col) in ht.iter().enumerate() {
-                match col.as_str() {
-                    p if p == process => {
-                        assert!(t[c].is_empty() && !b[c].is_empty(), "{name} {col}")
-                    }
-                    "period" => assert_eq!((b[c].as_str(), t[c].as_str()), ("1", ""), "{name}"),
-                    "stack" | "stack_symbol" => {
-                        // kernel part of the stack equal: frames up to the first user frame
-                        let kb: Vec<_> =
-                            b[c].split(';').take_while(|f| *f != "[unknown]").collect();
-                        let kt: Vec<_> = t[c].split(';').take(kb.len()).collect();
-                        assert_eq!(kb, kt, "{name} row {} {col}", i + 1);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        rows.insert(name, rb.len());
-    }
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&cache);
-    rows
+    perfdata_tables_equal(dir, &[])
 }
 
 #[test]

@@ -96,6 +96,8 @@ pub struct TracingData {
     pub big_endian: bool,
     /// Event formats by tracepoint id.
     pub formats: HashMap<u64, EventFormat>,
+    /// Format files that did not parse: (offset from the start of the section, system).
+    pub unparsed: Vec<(usize, String)>,
 }
 
 /// Why the tracing-data section could not be read: what was expected at which byte of it.
@@ -173,8 +175,8 @@ impl<'a> Cur<'a> {
 /// The magic that starts the section.
 const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 
-/// Parse the tracing-data section. Format files that do not parse are skipped (their events
-/// are then rendered from no format, as perf does for an event it cannot parse).
+/// Parse the tracing-data section. Format files that do not parse are listed in
+/// [`TracingData::unparsed`] (the reader refuses a file whose events need one of them).
 pub fn parse(b: &[u8]) -> Result<TracingData, TracingError> {
     let mut c = Cur {
         b,
@@ -201,14 +203,19 @@ pub fn parse(b: &[u8]) -> Result<TracingData, TracingError> {
         c.sized_u64("an ftrace format")?;
     }
     let mut formats = HashMap::new();
+    let mut unparsed = Vec::new();
     let n_sys = c.u32("the event system count")?;
     for _ in 0..n_sys {
         let sys = String::from_utf8_lossy(c.cstr("a NUL-terminated system name")?).into_owned();
         let n = c.u32("the system's event count")?;
         for _ in 0..n {
+            let at = c.pos;
             let text = c.sized_u64("an event format")?;
-            if let Some(f) = parse_format(&sys, &String::from_utf8_lossy(text), long_size) {
-                formats.insert(f.id, f);
+            match parse_format(&sys, &String::from_utf8_lossy(text), long_size) {
+                Some(f) => {
+                    formats.insert(f.id, f);
+                }
+                None => unparsed.push((at, sys.clone())),
             }
         }
     }
@@ -223,6 +230,7 @@ pub fn parse(b: &[u8]) -> Result<TracingData, TracingError> {
         long_size,
         big_endian: c.big,
         formats,
+        unparsed,
     })
 }
 

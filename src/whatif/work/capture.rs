@@ -1,7 +1,9 @@
 //! Files of a work-what-if capture directory (`fixtures/capture-lazyfree.sh`):
 //! `meta.txt` and `workload.txt` (`key=value` lines), `vmstat-before.txt` /
 //! `vmstat-after.txt` (`/proc/vmstat`), and `perf script --ns` text (`samples.txt[.gz]` with
-//! call chains, `events.txt[.gz]` with tracepoints). Any of them may be gzip or zstd.
+//! call chains, `events.txt[.gz]` with tracepoints) or, in its place, the recording itself
+//! (`perf.data[.gz]`, as `capture-lazyfree.sh --keep-perfdata` keeps it). Any of them may be
+//! gzip or zstd.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -25,6 +27,13 @@ pub fn file(dir: &str, name: &str) -> Result<String> {
         "{dir}: no {name} (a capture directory written by fixtures/capture-lazyfree.sh; \
          see `lockcast whatif --help`)"
     )))
+}
+
+/// The event trace of a capture directory: `DIR/NAME` (the `perf script` text) when present,
+/// else the recording it was printed from, `DIR/perf.data` (or `.gz` / `.zst`); either is read
+/// by [`perf_events`], which detects the format from the bytes.
+pub fn trace_file(dir: &str, name: &str) -> Result<String> {
+    file(dir, name).or_else(|e| file(dir, "perf.data").map_err(|_| e))
 }
 
 fn lines(path: &str) -> Result<Vec<String>> {

@@ -133,7 +133,7 @@ fn covered(r: (u64, u64), by: &[Range]) -> Option<i64> {
 
 /// Read a capture's events and tie scans to tasks.
 pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
-    let path = capture::file(dir, "events.txt")?;
+    let path = capture::trace_file(dir, "events.txt")?;
     let events = capture::perf_events(&path)?;
     let bad = |line: u64, what: &str, err: lockcast_parsers::LineError| {
         Error::Input(format!("{path}:{line}: {what} payload: {err}"))

@@ -161,7 +161,7 @@ impl WorkPolicy for LazyfreeThp {
         let split_pmd = d("thp_split_pmd");
         let lazyfreed = d("pglazyfreed");
         let n_thp = lazyfreed / HPAGE_PMD_NR;
-        let a = attribute(&capture::file(dir, "samples.txt")?)?;
+        let a = attribute(&capture::trace_file(dir, "samples.txt")?)?;
         let p = a.period_ns as f64;
         let cpu = a.reclaim as f64 * p;
 

@@ -1,0 +1,31 @@
+//! `perf.data` files (file and pipe mode), strict and lenient, every event's payload decoded
+//! as the contention pairing does. The tracing-data fallback and the kallsyms are given empty,
+//! so a cut input reads nothing from the machine (no tracefs, no build-id cache).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use lockcast_parsers::perf_data::{kallsyms::Kallsyms, tracing::TracingData, Options, Reader};
+
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    for lenient in [false, true] {
+        let mut common_opts = lockcast_parsers::lines::ReaderOptions::default();
+        common_opts.lenient = lenient;
+        let opts = Options {
+            common: common_opts,
+            tracing_fallback: Some(TracingData {
+                long_size: 8,
+                big_endian: false,
+                formats: Default::default(),
+                unparsed: Vec::new(),
+            }),
+            kallsyms: Some(Kallsyms::parse("")),
+        };
+        let mut r = Reader::with_options(Box::new(data), opts);
+        while let Ok(Some(e)) = r.next_event() {
+            common::decode_payloads(&e);
+        }
+    }
+});
