@@ -170,11 +170,14 @@ fn perfdata_header_context_without_meta_and_lost_events_in_the_whatif_notes() {
     let lost = fixture_value(&format!("{LOST}/lost.txt"), "# Total Lost Samples:");
     assert_ne!(lost, "0");
     let o = lockcast(&["whatif", "baseline", &copy, "--json"]);
+    // the capture check refuses it as input it cannot answer from (exit 3), naming the option
     assert_eq!(
         o.status.code(),
-        Some(2),
-        "no slowpath without meta or call chains"
+        Some(3),
+        "no slowpath without meta or call chains: {}",
+        stderr(&o)
     );
+    assert!(stderr(&o).contains("--observation"), "{}", stderr(&o));
     let o = lockcast(&[
         "whatif",
         "baseline",
