@@ -53,6 +53,8 @@ for f in "$root"/fixtures/perfdata/*/perf.data.gz; do
   gzip -dc "$f" | python3 -c '
 import struct, sys
 d = sys.stdin.buffer.read()
+if len(d) < 104 or struct.unpack_from("<Q", d, 8)[0] != 104:
+    sys.exit(1)  # pipe mode (a 16-byte header, no sections): the plain cut above covers it
 off, size = struct.unpack_from("<QQ", d, 40)
 feat = d[off + size:]
 keep = max(0, int(sys.argv[1]) - off - len(feat) - 8)

@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
                 unparsed: Vec::new(),
             }),
             kallsyms: Some(Kallsyms::parse("")),
+            kallsyms_from: None,
         };
         let mut r = Reader::with_options(Box::new(data), opts);
         while let Ok(Some(e)) = r.next_event() {
