@@ -119,23 +119,36 @@ fn preflight(plan: &Plan, r: &recipe::Recipe) -> Result<String> {
 }
 
 /// A step's child process: stdout to `out`, stderr appended to the log.
-fn run_step(
-    what: &str,
-    mut cmd: Command,
-    stdout: &Path,
-    log: &Path,
-    stop: &AtomicBool,
-) -> Result<()> {
+fn run_step(what: &str, cmd: Command, stdout: &Path, log: &Path, stop: &AtomicBool) -> Result<()> {
     let out = File::create(stdout).map_err(io_err(stdout))?;
     let err = OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .map_err(io_err(log))?;
+    spawn(what, cmd, out.into(), err.into(), log, stop)
+}
+
+/// `perf lock contention` prints its table on stderr: keep that as the file, drop stdout.
+fn run_step_to_stderr_file(what: &str, cmd: Command, file: &Path, stop: &AtomicBool) -> Result<()> {
+    let f = File::create(file).map_err(io_err(file))?;
+    spawn(what, cmd, Stdio::null(), f.into(), file, stop)
+}
+
+/// Run a step to its end; an interruption or a failure is an error quoting the last lines of
+/// `shown` (where its stderr went).
+fn spawn(
+    what: &str,
+    mut cmd: Command,
+    stdout: Stdio,
+    stderr: Stdio,
+    shown: &Path,
+    stop: &AtomicBool,
+) -> Result<()> {
     let status = cmd
         .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
+        .stdout(stdout)
+        .stderr(stderr)
         .status()
         .map_err(|e| rec_err(format!("record: {what}: cannot start: {e}")))?;
     if stop.load(Ordering::SeqCst) {
@@ -144,11 +157,12 @@ fn run_step(
         )));
     }
     if !status.success() {
-        let tail = fs::read_to_string(log).unwrap_or_default();
-        let tail: Vec<&str> = tail.lines().rev().take(8).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let text = fs::read_to_string(shown).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(8)..];
         return Err(rec_err(format!(
-            "record: {what} failed ({status}); the last lines of its log:\n  {}",
+            "record: {what} failed ({status}); the last lines of {}:\n  {}",
+            shown.display(),
             tail.join("\n  ")
         )));
     }
@@ -431,34 +445,6 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         slowpath,
         mthp_size,
     })
-}
-
-/// `perf lock contention` prints its table on stderr: keep that as the file, drop stdout.
-fn run_step_to_stderr_file(
-    what: &str,
-    mut cmd: Command,
-    file: &Path,
-    stop: &AtomicBool,
-) -> Result<()> {
-    let f = File::create(file).map_err(io_err(file))?;
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(f)
-        .status()
-        .map_err(|e| rec_err(format!("record: {what}: cannot start: {e}")))?;
-    if stop.load(Ordering::SeqCst) {
-        return Err(Error::Interrupted(format!(
-            "record: interrupted during {what}"
-        )));
-    }
-    if !status.success() {
-        return Err(rec_err(format!(
-            "record: {what} failed ({status}): see {}",
-            file.display()
-        )));
-    }
-    Ok(())
 }
 
 /// What lockcast's perf.data reader sees in a recording.

@@ -137,10 +137,10 @@ pub fn guess() -> Slowpath {
         .unwrap_or_default()
         .lines()
         .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
-    let symbol = match (has_pv, guest) {
-        (true, true) => "__pv_queued_spin_lock_slowpath",
-        (_, false) => "native_queued_spin_lock_slowpath",
-        (false, true) => "native_queued_spin_lock_slowpath",
+    let symbol = if has_pv && guest {
+        "__pv_queued_spin_lock_slowpath"
+    } else {
+        "native_queued_spin_lock_slowpath"
     };
     Slowpath {
         symbol: symbol.into(),
