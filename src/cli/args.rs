@@ -385,7 +385,7 @@ pub struct ParseArgs {
     /// (Parquet unless --to), or `-` for one table on standard output (CSV unless --to).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Tables to build, comma-separated, or `all` (default: lock_stats). See README "Tables".
+    /// Tables to build, comma-separated, or `all` (default: each input's natural table: lock_stats, callgraph for perf report text). See README "Tables".
     #[arg(long, value_delimiter = ',', value_name = "TABLE")]
     pub table: Vec<String>,
     /// Write a hive-partitioned Parquet dataset under `-o DIR`, one partition per input.

@@ -19,4 +19,5 @@ mod plots;
 mod record;
 mod seed;
 mod traces;
+mod usability;
 mod whatif;
