@@ -1,5 +1,6 @@
 //! Frames in, summaries out. One file per analysis.
 
 pub mod diff;
+pub mod filter;
 pub mod report;
 pub mod stat_row;

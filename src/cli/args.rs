@@ -435,6 +435,8 @@ pub struct ReportArgs {
     pub input_file: String,
     #[command(flatten)]
     pub input: InputOpts,
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Group rows by (default: the table's own key).
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
@@ -461,6 +463,8 @@ pub struct DiffArgs {
     pub patched: String,
     #[command(flatten)]
     pub input: InputOpts,
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Rows shown (all rows are in json and csv).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -519,6 +523,9 @@ pub struct PlotArgs {
     pub inputs: Vec<String>,
     #[command(flatten)]
     pub input: InputOpts,
+    /// ab: rows kept on both sides.
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Output image: the extension picks the format (`.png` or `.svg`).
     #[arg(short, long)]
     pub output: PathBuf,

@@ -55,7 +55,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
             let open = a.input.open();
             let b = load::one_table(&a.inputs[0], &open)?;
             let p = load::one_table(&a.inputs[1], &open)?;
-            let d = diff::diff(&b.name, &b.rows, &p.name, &p.rows);
+            let d = diff::diff_filtered(&b.name, &b.rows, &p.name, &p.rows, &a.filter.filter()?);
             let mut chart = AbChart::from_diff(&d, a.top.unwrap_or(10));
             if let Some(l) = a.labels.first() {
                 chart.base_label = l.clone();

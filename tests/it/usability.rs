@@ -83,3 +83,122 @@ fn parse_of_perf_report_defaults_to_its_callgraph() {
         "{csv}"
     );
 }
+
+/// `contended` summed over the rows of a `perf lock contention` text whose caller (last
+/// column) and type satisfy `keep`.
+fn contended_where(f: &str, keep: impl Fn(&str, &str) -> bool) -> u64 {
+    let raw = std::fs::read_to_string(fixture(f)).unwrap();
+    raw.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() >= 8 && keep(w[w.len() - 1], w[w.len() - 2]))
+                .then(|| w[0].parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+fn report_total(args: &[&str]) -> u64 {
+    let mut a = vec!["report"];
+    a.extend_from_slice(args);
+    a.push("--json");
+    let o = lockcast(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    j[0]["total"]["contended"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn report_diff_plot_filter_rows_like_perf_lock() {
+    let f = "captures/micro-16K-r1/contention.txt";
+    let p = format!("fixtures/{f}");
+    // substring: both rows of __page_cache_release (two call stacks, one caller)
+    assert_eq!(
+        report_total(&[&p, "--caller", "page_cache_release"]),
+        contended_where(f, |c, _| c.contains("page_cache_release"))
+    );
+    // /regex/, and several values are alternatives
+    let lru = contended_where(f, |c, _| {
+        c.starts_with("folio_batch_move_lru") || c.starts_with("__page_cache_release")
+    });
+    assert_eq!(
+        report_total(&[
+            &p,
+            "--caller",
+            "/^folio_batch_move_lru/,/^__page_cache_release/"
+        ]),
+        lru
+    );
+    assert_eq!(
+        report_total(&[
+            &p,
+            "--caller",
+            "/^folio_batch/",
+            "--caller",
+            "/^__page_cache/"
+        ]),
+        lru
+    );
+    // a regex anchored where the substring is not: nothing starts with page_cache
+    assert_eq!(report_total(&[&p, "--caller", "/^page_cache/"]), 0);
+    // --type
+    assert_eq!(
+        report_total(&[&p, "--type", "rwsem"]),
+        contended_where(f, |_, t| t.starts_with("rwsem"))
+    );
+    // --lock on a perf lock report table (rows keyed by lock name)
+    let r = "fixtures/captures/micro-16K-r1/report.txt";
+    let raw = std::fs::read_to_string(fixture("captures/micro-16K-r1/report.txt")).unwrap();
+    let want: u64 = raw
+        .lines()
+        .filter(|l| l.trim_start().starts_with("get_page_from_fr"))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(report_total(&[r, "--lock", "get_page_from"]), want);
+    // diff keeps the filtered rows on both sides
+    let a = "fixtures/captures/micro-4K-r1/contention.txt";
+    let o = lockcast(&["diff", a, &p, "--caller", "/^__page_cache/", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    assert!(rows
+        .iter()
+        .all(|r| r["caller"].as_str().unwrap().starts_with("__page_cache")));
+    // matched rows plus the base rows left without a partner (the third call stack)
+    let base: u64 = rows
+        .iter()
+        .filter_map(|r| r["base_contended"].as_u64())
+        .sum::<u64>()
+        + j["unmatched_base"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["contended"].as_u64().unwrap())
+            .sum::<u64>();
+    assert_eq!(
+        base,
+        contended_where("captures/micro-4K-r1/contention.txt", |c, _| c
+            .starts_with("__page_cache"))
+    );
+    // plot ab takes it too
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("ab.svg");
+    let o = lockcast(&[
+        "plot",
+        "ab",
+        a,
+        &p,
+        "--caller",
+        "__page_cache",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // the two matched __page_cache_release rows, not the 10 of the whole table
+    assert!(stderr(&o).contains("(2 lock(s))"), "{}", stderr(&o));
+    // a bad regex is a usage error naming the option
+    let o = lockcast(&["report", &p, "--lock", "/(/"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--lock /(/"), "{}", stderr(&o));
+}
