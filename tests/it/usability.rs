@@ -202,3 +202,50 @@ fn report_diff_plot_filter_rows_like_perf_lock() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--lock /(/"), "{}", stderr(&o));
 }
+
+#[test]
+fn wait_panels_name_the_lru_lock_and_other_locks_by_caller() {
+    // micro-16K-g has call chains: the lock whose contention_begin stacks pass through
+    // folio_batch_move_lru is the LRU lock (perf lock contention's LRU callers)
+    let f = "traces/micro-16K-g/script-ns.txt.gz";
+    let raw = {
+        use std::io::Read;
+        let mut s = String::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(fixture(f)).unwrap())
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    };
+    let lru: std::collections::BTreeSet<&str> = raw
+        .split("\n\n")
+        .filter(|b| b.contains("lock:contention_begin:") && b.contains("folio_batch_move_lru"))
+        .map(|b| {
+            let h = b.lines().next().unwrap();
+            h.split("lock:contention_begin:")
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lru.len(), 1, "{lru:?}");
+    let addr = lru.into_iter().next().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("w.svg");
+    let o = lockcast(&[
+        "plot",
+        "waits",
+        &format!("fixtures/{f}"),
+        "--by",
+        "lock",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains(&format!("lru_lock {addr} (spinlock)")), "{s}");
+    // the rwsem of the page faults: no LRU caller, named after exc_page_fault's call site
+    assert!(s.contains(" of exc_page_fault+0x1d8 (rwsem:R)"));
+    assert!(!s.contains(&format!("\nlock {addr} (spinlock)")));
+}
