@@ -107,6 +107,19 @@ impl RowFilter {
     /// The rows of a `lock_stats` frame kept (every frame of its `stack` column counts as a
     /// caller too).
     pub fn frame(&self, df: &DataFrame) -> Result<DataFrame> {
+        self.columns(df, &[c::NAME, c::SYMBOL, c::ADDRESS], c::CALLER, c::TYPE)
+    }
+
+    /// The waits of a `contention` frame kept (lock = its address, callers = its caller and
+    /// stack): what `plot waits` and `plot timeline` draw.
+    pub fn contention(&self, df: &DataFrame) -> Result<DataFrame> {
+        use crate::frames::schema::contention as w;
+        self.columns(df, &[w::LOCK], w::CALLER, w::TYPE)
+    }
+
+    /// Rows of `df` kept, reading the lock from `locks`, the caller from `caller` (and the
+    /// `stack` list column), the type from `ty`; missing columns count as empty.
+    fn columns(&self, df: &DataFrame, locks: &[&str], caller: &str, ty: &str) -> Result<DataFrame> {
         if self.is_empty() {
             return Ok(df.clone());
         }
@@ -117,15 +130,12 @@ impl RowFilter {
                 Ok(vec![None; df.height()])
             }
         };
-        let (name, symbol, address) = (col(c::NAME)?, col(c::SYMBOL)?, col(c::ADDRESS)?);
-        let (caller, ty) = (col(c::CALLER)?, col(c::TYPE)?);
+        let lock_cols = locks.iter().map(|n| col(n)).collect::<Result<Vec<_>>>()?;
+        let (caller, ty) = (col(caller)?, col(ty)?);
         let stack = stacks(df)?;
         let mask: Vec<bool> = (0..df.height())
             .map(|i| {
-                let locks: Vec<&str> = [&name[i], &symbol[i], &address[i]]
-                    .into_iter()
-                    .filter_map(|x| x.as_deref())
-                    .collect();
+                let locks: Vec<&str> = lock_cols.iter().filter_map(|v| v[i].as_deref()).collect();
                 let mut callers: Vec<&str> = caller[i].as_deref().into_iter().collect();
                 callers.extend(stack[i].iter().map(String::as_str));
                 self.keep(&locks, &callers, ty[i].as_deref())

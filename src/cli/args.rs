@@ -523,7 +523,7 @@ pub struct PlotArgs {
     pub inputs: Vec<String>,
     #[command(flatten)]
     pub input: InputOpts,
-    /// ab: rows kept on both sides.
+    /// Rows (ab: on both sides) or waits (waits, timeline) kept.
     #[command(flatten)]
     pub filter: super::filter::FilterArgs,
     /// Output image: the extension picks the format (`.png` or `.svg`).

@@ -177,7 +177,7 @@ fn demo_trace(spec: &str, opts: &OpenOptions) -> Result<polars::prelude::DataFra
 fn trace_of(spec: &str, a: &PlotArgs) -> Result<polars::prelude::DataFrame, Error> {
     let l = load::load(spec, &a.input.open())?;
     match l.trace {
-        Some(t) => Ok(t.contention),
+        Some(t) => Ok(a.filter.filter()?.contention(&t.contention)?),
         None => Err(Error::Input(format!(
             "{spec}: `plot {}` needs an event trace with lock:contention_begin/end \
              (perf script, ftrace, trace-cmd report); a perf lock table has only totals",

@@ -248,4 +248,18 @@ fn wait_panels_name_the_lru_lock_and_other_locks_by_caller() {
     // the rwsem of the page faults: no LRU caller, named after exc_page_fault's call site
     assert!(s.contains(" of exc_page_fault+0x1d8 (rwsem:R)"));
     assert!(!s.contains(&format!("\nlock {addr} (spinlock)")));
+    // --lock keeps that lock's waits only: one panel
+    let o = lockcast(&[
+        "plot",
+        "waits",
+        &format!("fixtures/{f}"),
+        "--by",
+        "lock",
+        "--lock",
+        addr,
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(1 panel(s))"), "{}", stderr(&o));
 }
