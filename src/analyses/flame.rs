@@ -105,7 +105,12 @@ impl Folded {
         s
     }
 
-    fn from_map(source: String, weight: Weight, map: BTreeMap<Vec<String>, u64>, waits: u64) -> Folded {
+    fn from_map(
+        source: String,
+        weight: Weight,
+        map: BTreeMap<Vec<String>, u64>,
+        waits: u64,
+    ) -> Folded {
         Folded {
             source,
             weight,
@@ -264,11 +269,7 @@ fn from_table(
     o: &Options,
 ) -> Result<Folded> {
     let table = match (block, parsed.tables.len()) {
-        (_, 0) => {
-            return Err(Error::Input(format!(
-                "{path}: no perf lock table found"
-            )))
-        }
+        (_, 0) => return Err(Error::Input(format!("{path}: no perf lock table found"))),
         (Some(b), _) => parsed
             .tables
             .iter()
@@ -336,10 +337,7 @@ fn from_table(
         *map.entry(stack).or_default() += w;
     }
     if n == 0 {
-        return Err(Error::Input(format!(
-            "{name}: no row{}",
-            filter_note(o)
-        )));
+        return Err(Error::Input(format!("{name}: no row{}", filter_note(o))));
     }
     if chained == 0 {
         return Err(no_chains(&name, n, "rows"));
@@ -385,8 +383,14 @@ mod tests {
 
     #[test]
     fn frame_names_drop_offsets_and_separators() {
-        assert_eq!(frame_name("folio_batch_move_lru+0x88"), "folio_batch_move_lru");
-        assert_eq!(frame_name("__page_cache_release.part.0+0x58"), "__page_cache_release.part.0");
+        assert_eq!(
+            frame_name("folio_batch_move_lru+0x88"),
+            "folio_batch_move_lru"
+        );
+        assert_eq!(
+            frame_name("__page_cache_release.part.0+0x58"),
+            "__page_cache_release.part.0"
+        );
         assert_eq!(frame_name(""), "[unknown]");
         assert_eq!(frame_name("a;b"), "a:b");
         assert_eq!(frame_name("[unknown]"), "[unknown]");

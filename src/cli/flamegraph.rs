@@ -186,8 +186,8 @@ pub fn run(a: FlamegraphArgs) -> Result<()> {
                         }),
                         subtitle: format!(
                             "width = patched ({} {u}, base {} {u}); red grew, blue shrank{}",
-                            patched.total(),
-                            base.total(),
+                            fg::thousands(patched.total()),
+                            fg::thousands(base.total()),
                             if a.normalize {
                                 " (share of the total: base scaled to the patched total)"
                             } else {
@@ -206,7 +206,9 @@ pub fn run(a: FlamegraphArgs) -> Result<()> {
 /// `--whatif`: the predicted flame graph to `-o`, the measured one beside it.
 fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result<()> {
     if a.output.as_os_str() == "-" {
-        bail!("--whatif writes two files (predicted and measured): give -o FILE.svg or FILE.folded");
+        bail!(
+            "--whatif writes two files (predicted and measured): give -o FILE.svg or FILE.folded"
+        );
     }
     if a.caller.is_some() {
         bail!("--caller does not apply to --whatif: the replay keeps one path per wait, not its caller");
@@ -241,7 +243,12 @@ fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result
                 &f,
                 &Labels {
                     title: a.title.clone().map_or_else(
-                        || format!("lru_lock waits by path, {what}: {policy} on {}", outcome.capture),
+                        || {
+                            format!(
+                                "lru_lock waits by path, {what}: {policy} on {}",
+                                outcome.capture
+                            )
+                        },
                         |t| format!("{t} ({what})"),
                     ),
                     subtitle: fg::describe(&f),
@@ -256,7 +263,10 @@ fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result
 
 /// `x.svg` → `x-measured.svg`.
 fn beside(p: &Path, tag: &str) -> PathBuf {
-    let stem = p.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
     let name = match p.extension() {
         Some(e) => format!("{stem}-{tag}.{}", e.to_string_lossy()),
         None => format!("{stem}-{tag}"),

@@ -150,12 +150,19 @@ fn diff_colour(delta: f64, max: f64) -> (u8, u8, u8) {
     if max <= 0.0 || delta == 0.0 {
         return (255, 255, 255);
     }
-    let pale = (210.0 * (1.0 - delta.abs() / max)).round().clamp(0.0, 210.0) as u8;
+    let pale = (210.0 * (1.0 - delta.abs() / max))
+        .round()
+        .clamp(0.0, 210.0) as u8;
     if delta > 0.0 {
         (255, pale, pale)
     } else {
         (pale, pale, 255)
     }
+}
+
+/// Black labels are unreadable on the deep blue of a frame that shrank a lot.
+fn dark(r: u8, g: u8, b: u8) -> bool {
+    0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b) < 110.0
 }
 
 fn esc(s: &str) -> String {
@@ -174,7 +181,7 @@ fn esc(s: &str) -> String {
 }
 
 /// `1234567` as `1,234,567`.
-fn thousands(v: u64) -> String {
+pub fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut o = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -259,7 +266,11 @@ pub fn diff_svg(base: &Folded, patched: &Folded, normalize: bool, labels: &Label
             pct(n.base, bt),
             thousands(n.value),
             pct(n.value, pt),
-            if pct(n.value, pt) >= pct(n.base, bt) { "+" } else { "" },
+            if pct(n.value, pt) >= pct(n.base, bt) {
+                "+"
+            } else {
+                ""
+            },
             pct(n.value, pt) - pct(n.base, bt),
         );
         (tip, diff_colour(d, max))
@@ -308,7 +319,7 @@ g.parent rect {{ opacity: 0.5; }}
         let y = height - BOTTOM - (p.depth as f64 + 1.0) * FRAME_H;
         let _ = writeln!(
             s,
-            r#"<g class="f" data-n="{name}" data-x="{fx:.9}" data-w="{fw:.9}" data-d="{d}" data-c="rgb({r},{g},{b})"><title>{tip}</title><rect x="{x:.2}" y="{y:.1}" width="{w:.2}" height="{h:.1}" fill="rgb({r},{g},{b})" rx="2" ry="2"/><text x="{tx:.2}" y="{ty:.1}">{text}</text></g>"#,
+            r#"<g class="f" data-n="{name}" data-x="{fx:.9}" data-w="{fw:.9}" data-d="{d}" data-c="rgb({r},{g},{b})"><title>{tip}</title><rect x="{x:.2}" y="{y:.1}" width="{w:.2}" height="{h:.1}" fill="rgb({r},{g},{b})" rx="2" ry="2"/><text x="{tx:.2}" y="{ty:.1}"{ink}>{text}</text></g>"#,
             name = esc(&n.name),
             fx = p.x,
             fw = p.w,
@@ -318,6 +329,11 @@ g.parent rect {{ opacity: 0.5; }}
             tx = x + 3.0,
             ty = y + 11.5,
             text = esc(&label(&n.name, w)),
+            ink = if dark(r, g, b) {
+                r#" style="fill:rgb(255,255,255)""#
+            } else {
+                ""
+            },
         );
     }
     s.push_str("</svg>\n");
