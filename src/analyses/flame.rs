@@ -234,7 +234,7 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
             }
             if n == 0 {
                 return Err(Error::Input(format!(
-                    "{path}: no traced wait{} (no lock:contention_begin/contention_end pair)",
+                    "{path}: no traced wait{}: expected lock:contention_begin events each ended by a contention_end of the same task and lock",
                     filter_note(o)
                 )));
             }

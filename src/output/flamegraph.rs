@@ -257,7 +257,25 @@ pub fn diff_svg(base: &Folded, patched: &Folded, normalize: bool, labels: &Label
         .map(|n| delta(n).abs())
         .fold(0.0, f64::max);
     let unit = base.weight.unit();
-    render(&tree, labels, |n| {
+    // sized by the patched profile, a path the patch removed has no width: say how much
+    let gone: u64 = tree
+        .nodes
+        .iter()
+        .filter(|n| n.value > 0)
+        .flat_map(|n| n.children.values())
+        .map(|&c| &tree.nodes[c])
+        .filter(|c| c.value == 0)
+        .map(|c| c.base)
+        .sum();
+    let mut labels = labels.clone();
+    if gone > 0 {
+        labels.subtitle.push_str(&format!(
+            "; not drawn: {} {unit} ({:.2}%) of base paths absent from patched",
+            thousands(gone),
+            pct(gone, bt)
+        ));
+    }
+    render(&tree, &labels, |n| {
         let d = delta(n);
         let tip = format!(
             "{} (base {} {unit}, {:.2}% → patched {} {unit}, {:.2}%; {}{:.2} points of share)",

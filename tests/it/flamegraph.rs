@@ -258,6 +258,13 @@ fn flamegraph_diff_colours_follow_the_change_16k_to_4k() {
     assert!(fb > fp, "{fb} {fp}");
     let (rb, rp) = shares(&diff, "__page_cache_release.part.0");
     assert!(rb < rp, "{rb} {rp}");
+    // stacks the 4K run does not have: no width in the graph, so the subtitle says how much
+    let gone: u64 = diff
+        .lines()
+        .filter(|l| l.ends_with(" 0"))
+        .map(|l| l.rsplitn(3, ' ').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(gone > 0);
     let dir = tempfile::tempdir().unwrap();
     for norm in [false, true] {
         let out = dir.path().join(format!("diff-{norm}.svg"));
@@ -275,6 +282,18 @@ fn flamegraph_diff_colours_follow_the_change_16k_to_4k() {
         let o = lockcast(&a);
         assert!(o.status.success(), "{}", stderr(&o));
         let svg = std::fs::read_to_string(&out).unwrap();
+        let gone_s = gone.to_string();
+        let mut with_commas = String::new();
+        for (i, c) in gone_s.chars().enumerate() {
+            if i > 0 && (gone_s.len() - i) % 3 == 0 {
+                with_commas.push(',');
+            }
+            with_commas.push(c);
+        }
+        assert!(
+            svg.contains(&format!("not drawn: {with_commas} ns")),
+            "{with_commas}"
+        );
         let (r, _, b) = widest_fill(&svg, "folio_batch_move_lru");
         assert!(
             b == 255 && r < 255,
