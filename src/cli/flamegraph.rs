@@ -251,7 +251,17 @@ fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result
                         },
                         |t| format!("{t} ({what})"),
                     ),
-                    subtitle: fg::describe(&f),
+                    subtitle: match weight {
+                        Weight::Wait => format!(
+                            "{} {what} waits on lru_lock, {} ns of wait; width = share of the wait",
+                            fg::thousands(f.waits),
+                            fg::thousands(f.total())
+                        ),
+                        Weight::Count => format!(
+                            "{} {what} waits on lru_lock; width = share of the waits",
+                            fg::thousands(f.total())
+                        ),
+                    },
                 },
             ),
         };
