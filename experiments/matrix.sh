@@ -107,11 +107,6 @@ mkdir -p "$OUT"
 replay_events=(-e lock:contention_begin -e lock:contention_end -e pagemap:mm_lru_insertion
                -e kmem:mm_page_alloc -e kmem:mm_page_free)
 
-set_size() { # 4K = no large folios
-  mthp_all_never
-  [ "$1" = 4K ] || echo always > "$thp/hugepages-${1%K}kB/enabled"
-}
-
 plain_meta() { # dir size recipe-command
   {
     echo "capture_date=$(date -u +%FT%TZ)"
@@ -146,7 +141,7 @@ rows | while read -r w s t g l a rc r; do
       ;;
     perfg)
       mkdir -p "$dir"
-      set_size "$s"
+      mthp_only "$s"
       perf record -q -e lock:contention_begin -e lock:contention_end -e pagemap:mm_lru_insertion -g \
         -o "$dir/perf.data" -- "${cmd[@]}" > "$dir/workload.out" 2> "$dir/record.log"
       perf lock contention -i "$dir/perf.data" 2> "$dir/contention.txt" > /dev/null
@@ -155,7 +150,7 @@ rows | while read -r w s t g l a rc r; do
       ;;
     tracecmd)
       mkdir -p "$dir"
-      set_size "$s"
+      mthp_only "$s"
       mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
       mkdir "$TI"
       echo 65536 > "$TI/buffer_size_kb"

@@ -17,7 +17,7 @@ file), the score reruns with `--observation paravirt`, as its message tells the 
 
 Writes experiments/results/matrix.md, matrix-captures.csv and matrix-pairs.csv.
 
-usage: experiments/matrix_score.py [--dir /var/tmp/lockcast-matrix] [--lockcast BIN] [--jobs 2]
+usage: experiments/matrix_score.py [--dir /var/tmp/lockcast-matrix] [--lockcast BIN] [--jobs 2] [--out DIR]
 """
 import argparse
 import concurrent.futures as cf
@@ -166,6 +166,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/lockcast-matrix")
     ap.add_argument("--lockcast")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=RESULTS, help="results directory (default experiments/results)")
     a = ap.parse_args()
     binary = a.lockcast or find_lockcast()
     dirs = sorted(os.path.join(a.dir, d) for d in os.listdir(a.dir)
@@ -185,11 +186,34 @@ def main():
                     jobs.append((base, after, int(stg.rstrip("K")), plain))
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         pairs = list(ex.map(lambda j: score_pair(binary, *j), jobs))
-    os.makedirs(RESULTS, exist_ok=True)
-    write_csv(os.path.join(RESULTS, "matrix-captures.csv"), caps)
-    write_csv(os.path.join(RESULTS, "matrix-pairs.csv"), pairs)
-    write_md(os.path.join(RESULTS, "matrix.md"), a.dir, binary, caps, pairs)
-    print(open(os.path.join(RESULTS, "matrix.md")).read())
+    os.makedirs(a.out, exist_ok=True)
+    write_csv(os.path.join(a.out, "matrix-captures.csv"), caps)
+    write_csv(os.path.join(a.out, "matrix-pairs.csv"), pairs)
+    write_md(os.path.join(a.out, "matrix.md"), a.dir, binary, caps, pairs)
+    print(open(os.path.join(a.out, "matrix.md")).read())
+
+
+def summary_table(w, items, noun, bound, both):
+    """One row per (recipe, workload) and a total: how many are within `bound` percent on the
+    contended count and on total wait (and on both, for the no-change replay)."""
+    head = f"| recipe | workload | {noun} | refused | contended within {bound:.0f}% | total wait within {bound:.0f}% |"
+    head += " both |" if both else ""
+    w(head + " median abs error (contended / wait) |")
+    w("|---|---|---:|---:|---:|---:|" + ("---:|" if both else "") + "---|")
+    keys = sorted({(i["recipe"], i["workload"]) for i in items}) + [("all", "all")]
+    for rc, wl in keys:
+        sel = [i for i in items if (rc == "all" or i["recipe"] == rc) and (wl == "all" or i["workload"] == wl)]
+        ok = [i for i in sel if "refused" not in i]
+        a, n = share([i.get("err_contended") for i in ok], bound)
+        b, _ = share([i.get("err_wait") for i in ok], bound)
+        mc, mw = med_abs([i.get("err_contended") for i in ok]), med_abs([i.get("err_wait") for i in ok])
+        cell = ""
+        if both:
+            k = sum(1 for i in ok if all(i.get(e) is not None and abs(i[e]) <= bound
+                                         for e in ("err_contended", "err_wait")))
+            cell = f" {k}/{n} |"
+        w(f"| {rc} | {wl} | {len(sel)} | {len(sel) - len(ok)} | {a}/{n} | {b}/{n} |{cell} "
+          f"{'-' if mc is None else f'{mc:.1f}%'} / {'-' if mw is None else f'{mw:.1f}%'} |")
 
 
 def write_md(path, src, binary, caps, pairs):
@@ -203,19 +227,7 @@ def write_md(path, src, binary, caps, pairs):
       f"no-change replay within {GOOD_REPLAY:.0f}% on >= 90% of captures (contended and total "
       f"wait), folio-size within {GOOD_PAIR:.0f}% on >= 75% of pairs.\n")
     w("## No-change replay against the capture itself\n")
-    w("| recipe | workload | captures | refused | contended within 15% | total wait within 15% | both | median abs error (contended / wait) |")
-    w("|---|---|---:|---:|---:|---:|---:|---|")
-    keys = sorted({(c["recipe"], c["workload"]) for c in caps}) + [("all", "all")]
-    for rc, wl in keys:
-        cs = [c for c in caps if (rc == "all" or c["recipe"] == rc) and (wl == "all" or c["workload"] == wl)]
-        ok = [c for c in cs if "refused" not in c]
-        a, n = share([c.get("err_contended") for c in ok], GOOD_REPLAY)
-        b, _ = share([c.get("err_wait") for c in ok], GOOD_REPLAY)
-        both = sum(1 for c in ok if c.get("err_contended") is not None and abs(c["err_contended"]) <= GOOD_REPLAY
-                   and c.get("err_wait") is not None and abs(c["err_wait"]) <= GOOD_REPLAY)
-        mc, mw = med_abs([c.get("err_contended") for c in ok]), med_abs([c.get("err_wait") for c in ok])
-        w(f"| {rc} | {wl} | {len(cs)} | {len(cs) - len(ok)} | {a}/{n} | {b}/{n} | {both}/{n} | "
-          f"{'-' if mc is None else f'{mc:.1f}%'} / {'-' if mw is None else f'{mw:.1f}%'} |")
+    summary_table(w, caps, "captures", GOOD_REPLAY, both=True)
     w("\nWorst ten by contended error (the notes lockcast printed name the cause it could see):\n")
     w("| capture | measured | replayed | error | wait error | verdict | notes |")
     w("|---|---:|---:|---:|---:|---|---|")
@@ -230,17 +242,7 @@ def write_md(path, src, binary, caps, pairs):
         for c in refused:
             w(f"- {c['id']}: {c['refused']}")
     w("\n## folio-size: predict another mTHP size, compare with its capture\n")
-    w("| recipe | workload | pairs | refused | contended within 30% | total wait within 30% | median abs error (contended / wait) |")
-    w("|---|---|---:|---:|---:|---:|---|")
-    keys = sorted({(p["recipe"], p["workload"]) for p in pairs}) + [("all", "all")]
-    for rc, wl in keys:
-        ps = [p for p in pairs if (rc == "all" or p["recipe"] == rc) and (wl == "all" or p["workload"] == wl)]
-        ok = [p for p in ps if "refused" not in p]
-        a, n = share([p.get("err_contended") for p in ok], GOOD_PAIR)
-        b, _ = share([p.get("err_wait") for p in ok], GOOD_PAIR)
-        mc, mw = med_abs([p.get("err_contended") for p in ok]), med_abs([p.get("err_wait") for p in ok])
-        w(f"| {rc} | {wl} | {len(ps)} | {len(ps) - len(ok)} | {a}/{n} | {b}/{n} | "
-          f"{'-' if mc is None else f'{mc:.1f}%'} / {'-' if mw is None else f'{mw:.1f}%'} |")
+    summary_table(w, pairs, "pairs", GOOD_PAIR, both=False)
     w("\nBy base size -> target size (record recipe, median contended error over groups):\n")
     rec = [p for p in pairs if p["recipe"] == "record" and p.get("err_contended") is not None]
     w("| base \\ target | " + " | ".join(SIZES) + " |")

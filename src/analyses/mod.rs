@@ -2,5 +2,6 @@
 
 pub mod diff;
 pub mod filter;
+pub mod flame;
 pub mod report;
 pub mod stat_row;

@@ -79,6 +79,9 @@ order, and the `match` column says which rows were paired that way.")]
     /// Record the capture a what-if policy needs (root): untraced run, events, lock-only run, meta.
     #[command(after_help = RECORD_HELP)]
     Record(RecordArgs),
+    /// Draw a capture's traced waits as a flame graph (SVG or folded stacks); --diff base vs patched.
+    #[command(after_help = super::flamegraph::HELP)]
+    Flamegraph(super::flamegraph::FlamegraphArgs),
 }
 
 const RECORD_HELP: &str = "\

@@ -81,6 +81,7 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     let mut plots = super::plot::demo_plots(fixtures, out, &cap_diff)?;
     drop(stdout);
     plots.extend(whatif_demo(fixtures, out)?);
+    plots.extend(super::flamegraph::demo(fixtures, out)?);
     let mut stdout = io::stdout().lock();
     writeln!(
         stdout,

@@ -4,6 +4,7 @@
 mod args;
 mod demo;
 mod filter;
+mod flamegraph;
 mod parse;
 mod plot;
 mod record;
@@ -30,6 +31,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Validate(a) => whatif::validate(a),
         Command::Plot(a) => plot::plot(a),
         Command::Record(a) => record::run(a),
+        Command::Flamegraph(a) => flamegraph::run(a),
     }
 }
 

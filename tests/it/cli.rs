@@ -245,6 +245,8 @@ fn cli_demo_runs_on_bundled_fixtures() {
         "lock_stats.parquet",
         "lock_stats.json",
         "diff-seed.json",
+        "flame-16K-g.svg",
+        "flamediff-16K-vs-4K.svg",
     ] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }

@@ -7,6 +7,7 @@ mod common;
 mod dataset;
 mod determinism;
 mod fbatch;
+mod flamegraph;
 mod formats;
 mod golden;
 mod ingest;
