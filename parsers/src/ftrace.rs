@@ -28,6 +28,10 @@
 //!   `(-------)` (unknown), flags absent, 4 or 5 characters (any of `[A-Za-z0-9.]`, so the
 //!   v5.17+/v6.13+ letters `b D B L l Z z H` pass), timestamps `secs.usecs`, `secs.nsecs`
 //!   (`trace-cmd report -t`) or an integer (counter clocks such as `counter`, `x86-tsc`).
+//! * Syscall-tracer lines `sys_madvise(start: 0x.., len_in: 0x.., behavior: 8)` and
+//!   `sys_madvise -> 0x0` (the kernel's own layout for `syscalls:*`, not `name: payload`)
+//!   become events named `sys_enter_madvise` / `sys_exit_madvise` whose payload is the
+//!   argument list / return value, as perf script and `trace-cmd report` print them.
 //! * Function-tracer lines `func <-parent` (no `name:`) become events named `function` whose
 //!   payload is the whole text after the timestamp, as `trace-cmd report` names them.
 //! * The latency layout (`options/latency-format`, latency tracers, `trace-cmd report -l`):
@@ -572,7 +576,11 @@ impl State {
             },
             irq_flags: p.flags.map(str::to_string),
             system: None,
-            name: p.name.to_string(),
+            name: if p.name_prefix.is_empty() {
+                p.name.to_string()
+            } else {
+                format!("{}{}", p.name_prefix, p.name)
+            },
             period: None,
             payload: p.payload.to_string(),
             callchain: Vec::new(),
@@ -800,6 +808,8 @@ struct Parsed<'a> {
     cpu: u32,
     flags: Option<&'a str>,
     ts: Ts,
+    /// `sys_enter_` / `sys_exit_` before `name` for the syscall tracer's lines, else empty.
+    name_prefix: &'static str,
     name: &'a str,
     /// Blanks between `name:` and the payload (trace-cmd pads names to 20 columns).
     gap: usize,
@@ -888,20 +898,48 @@ fn ts_from_digits(secs: &str, frac: Option<&str>) -> Result<Option<Ts>, ()> {
 }
 
 /// `<name>: <payload>` after the timestamp's colon, or a function-tracer `func <-parent`.
-/// Returns (name, gap, payload, function_line).
-fn name_and_payload(s: &str) -> Option<(&str, usize, &str, bool)> {
+/// Returns (name prefix, name, gap, payload, function_line); the prefix is empty but for the
+/// syscall tracer's lines ([`syscall_line`]).
+fn name_and_payload(s: &str) -> Option<(&'static str, &str, usize, &str, bool)> {
     let t = s.trim_start();
     if t.is_empty() {
         return None;
+    }
+    if let Some((prefix, call, payload)) = syscall_line(t) {
+        return Some((prefix, call, 0, payload, false));
     }
     let (tok, rest) = split_token(t);
     match tok.strip_suffix(':') {
         Some("") => None,
         Some(name) => {
             let payload = rest.trim_start();
-            Some((name, rest.len() - payload.len(), payload, false))
+            Some(("", name, rest.len() - payload.len(), payload, false))
         }
-        None => Some(("function", 0, t, true)),
+        None => Some(("", "function", 0, t, true)),
+    }
+}
+
+/// The kernel's syscall tracer prints its events in its own layout, not `<name>: <payload>`
+/// (kernel/trace/trace_syscalls.c: `print_syscall_enter` / `print_syscall_exit`):
+/// `sys_madvise(start: 0x7f46.., len_in: 0x1000000, behavior: 8)` for `sys_enter_madvise`
+/// and `sys_madvise -> 0x0` for `sys_exit_madvise`. Returns the prefix that makes the
+/// tracepoint's name (`sys_enter_` / `sys_exit_` + `madvise`, as perf script and trace-cmd
+/// name it), the call, and the argument list without its parentheses or the return value:
+/// the payloads those tools print.
+fn syscall_line(t: &str) -> Option<(&'static str, &str, &str)> {
+    let rest = t.strip_prefix("sys_")?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let (call, after) = rest.split_at(end);
+    if call.is_empty() {
+        return None;
+    }
+    if let Some(args) = after.strip_prefix('(') {
+        Some(("sys_enter_", call, args.trim_end().strip_suffix(')')?))
+    } else {
+        let ret = after.strip_prefix(" -> ")?;
+        Some(("sys_exit_", call, ret.trim_end()))
     }
 }
 
@@ -1048,7 +1086,7 @@ fn finish_line<'a>(
             })
         }
     };
-    let Some((name, gap, payload, function_line)) = name_and_payload(after_ts) else {
+    let Some((name_prefix, name, gap, payload, function_line)) = name_and_payload(after_ts) else {
         return Err(LineFail::Bad {
             col: col_of(line, after_ts),
             kind: LineError::expected(EXPECTED_NAME, after_ts),
@@ -1061,6 +1099,7 @@ fn finish_line<'a>(
         cpu,
         flags,
         ts,
+        name_prefix,
         name,
         gap,
         payload,
@@ -1100,7 +1139,7 @@ fn parse_latency_line(line: &str) -> Option<Parsed<'_>> {
             }
             LatTs::Clock(s, f) => ts_from_digits(s, f).ok()??,
         };
-        let Some((name, gap, payload, function_line)) = name_and_payload(rest) else {
+        let Some((name_prefix, name, gap, payload, function_line)) = name_and_payload(rest) else {
             continue;
         };
         if !rest.starts_with([' ', '\t']) {
@@ -1113,6 +1152,7 @@ fn parse_latency_line(line: &str) -> Option<Parsed<'_>> {
             cpu: u32::try_from(parse_digits(cpu)?).ok()?,
             flags: Some(flags),
             ts,
+            name_prefix,
             name,
             gap,
             payload,
@@ -1554,6 +1594,29 @@ CPU:1 [1234 EVENTS DROPPED]
         assert_eq!(h.source, Some(Source::TraceCmd));
         assert!(r.events.iter().all(|e| e.source == Source::TraceCmd));
         assert_eq!(r.events[1].comm, "migration/2");
+    }
+
+    #[test]
+    fn syscall_tracer_lines() {
+        // lines of fixtures/lazyfree/khugepaged-ftrace/trace.txt.gz (the kernel prints
+        // arguments below 10 in decimal, others in hex)
+        let e = one("         hotcold-2833    [001] ..... 23522.748995: sys_madvise(start: 0x7f4669800000, len_in: 0x1000000, behavior: 8)");
+        assert_eq!(
+            (e.name.as_str(), e.payload.as_str(), e.tid),
+            (
+                "sys_enter_madvise",
+                "start: 0x7f4669800000, len_in: 0x1000000, behavior: 8",
+                2833
+            )
+        );
+        let e = one("         hotcold-2833    [001] ..... 23522.748999: sys_madvise -> 0x0");
+        assert_eq!(
+            (e.name.as_str(), e.payload.as_str()),
+            ("sys_exit_madvise", "0x0")
+        );
+        // not a syscall line: a name that only starts with sys_
+        let e = one("         hotcold-2833    [001] ..... 23522.748999: sys_foo: x=1");
+        assert_eq!((e.name.as_str(), e.payload.as_str()), ("sys_foo", "x=1"));
     }
 
     #[test]

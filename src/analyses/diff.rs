@@ -219,6 +219,25 @@ fn sum(rows: &[StatRow], source: &str) -> StatRow {
     }
 }
 
+/// [`diff`] of the rows `filter` keeps on both sides (`--lock`, `--caller`, `--type`).
+pub fn diff_filtered(
+    base_name: &str,
+    base: &[StatRow],
+    patched_name: &str,
+    patched: &[StatRow],
+    filter: &super::filter::RowFilter,
+) -> Diff {
+    if filter.is_empty() {
+        return diff(base_name, base, patched_name, patched);
+    }
+    diff(
+        base_name,
+        &filter.rows(base),
+        patched_name,
+        &filter.rows(patched),
+    )
+}
+
 /// Compare two tables (all rows of `base` against all rows of `patched`).
 pub fn diff(base_name: &str, base: &[StatRow], patched_name: &str, patched: &[StatRow]) -> Diff {
     let mut matched_on = "name";

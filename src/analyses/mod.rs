@@ -1,6 +1,7 @@
 //! Frames in, summaries out. One file per analysis.
 
 pub mod diff;
+pub mod filter;
 pub mod flame;
 pub mod report;
 pub mod stat_row;

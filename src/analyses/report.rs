@@ -63,6 +63,8 @@ pub struct Options {
     pub top: usize,
     /// Sort order. Default: total wait.
     pub sort: SortKey,
+    /// Rows kept before grouping (`--lock`, `--caller`, `--type`). Default: all.
+    pub filter: super::filter::RowFilter,
 }
 
 impl Default for Options {
@@ -71,6 +73,7 @@ impl Default for Options {
             by: None,
             top: 10,
             sort: SortKey::TotalWait,
+            filter: Default::default(),
         }
     }
 }
@@ -145,6 +148,8 @@ pub fn summarize(df: &DataFrame, opts: &Options) -> Result<Vec<TableSummary>> {
             )
             .collect()
             .map_err(|e| Error::polars("selecting a table", e))?;
+        // filtered per table, so a table none of whose rows match still prints (empty)
+        let part = opts.filter.frame(&part)?;
         out.push(summarize_table(&part, &source, block, opts)?);
     }
     Ok(out)

@@ -177,7 +177,11 @@ Examples:
 
 What-ifs of patches that remove work (not lock timing): CAPTURE is a directory written by
 fixtures/capture-lazyfree.sh. In place of samples.txt or events.txt it may hold the recording
-itself, perf.data[.gz] (capture-lazyfree.sh --keep-perfdata DIR writes such directories).
+itself, perf.data[.gz] (capture-lazyfree.sh --keep-perfdata DIR writes such directories), or
+raw ftrace text / trace-cmd report (trace.txt, trace-cmd-report.txt: see
+fixtures/capture-khugepaged-trace.sh). CAPTURE may also be one trace file in any of these
+formats: meta.txt, workload.txt and vmstat-*.txt are read from its directory when there, and
+what they would say can be given with --set (the error names the key).
   lazyfree-thp         reclaim of PMD-mapped MADV_FREE THPs discarded whole instead of split.
                        Needs: samples.txt[.gz] (perf record -g -k CLOCK_MONOTONIC -e cpu-clock
                        of the reclaim, perf script --ns), vmstat-before.txt / vmstat-after.txt
@@ -191,9 +195,13 @@ itself, perf.data[.gz] (capture-lazyfree.sh --keep-perfdata DIR writes such dire
                        mmap_lock:mmap_lock_acquire_returned, syscalls:sys_enter_madvise; perf
                        script --ns), meta.txt (khugepaged_scan_sleep_millisecs=,
                        khugepaged_pages_to_scan=), workload.txt (task= pid= names, optional).
-                       --set skip_progress=512|1 lazyfree_scan_ns=N
+                       --set skip_progress=512|1 lazyfree_scan_ns=N; without meta.txt
+                       --set scan_sleep_millisecs=N pages_to_scan=N, and task names
+                       tasks=PID:NAME,... (default: workload.txt, else tid N)
   lockcast whatif lazyfree-thp fixtures/lazyfree/reclaim-r1
-  lockcast whatif khugepaged-lazyfree fixtures/lazyfree/khugepaged-r1 --json";
+  lockcast whatif khugepaged-lazyfree fixtures/lazyfree/khugepaged-r1 --json
+  lockcast whatif khugepaged-lazyfree fixtures/lazyfree/khugepaged-ftrace/trace-cmd-report.txt.gz
+  lockcast whatif khugepaged-lazyfree trace.txt --set scan_sleep_millisecs=100 --set pages_to_scan=4096";
 
 const VALIDATE_HELP: &str = "\
 AFTER is a capture of the situation the policy describes (for folio-size: the same workload at
@@ -380,7 +388,7 @@ pub struct ParseArgs {
     /// (Parquet unless --to), or `-` for one table on standard output (CSV unless --to).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Tables to build, comma-separated, or `all` (default: lock_stats). See README "Tables".
+    /// Tables to build, comma-separated, or `all` (default: each input's natural table: lock_stats, callgraph for perf report text). See README "Tables".
     #[arg(long, value_delimiter = ',', value_name = "TABLE")]
     pub table: Vec<String>,
     /// Write a hive-partitioned Parquet dataset under `-o DIR`, one partition per input.
@@ -430,6 +438,8 @@ pub struct ReportArgs {
     pub input_file: String,
     #[command(flatten)]
     pub input: InputOpts,
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Group rows by (default: the table's own key).
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
@@ -456,6 +466,8 @@ pub struct DiffArgs {
     pub patched: String,
     #[command(flatten)]
     pub input: InputOpts,
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Rows shown (all rows are in json and csv).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -514,6 +526,9 @@ pub struct PlotArgs {
     pub inputs: Vec<String>,
     #[command(flatten)]
     pub input: InputOpts,
+    /// Rows (ab: on both sides) or waits (waits, timeline) kept.
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Output image: the extension picks the format (`.png` or `.svg`).
     #[arg(short, long)]
     pub output: PathBuf,

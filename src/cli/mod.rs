@@ -3,6 +3,7 @@
 
 mod args;
 mod demo;
+mod filter;
 mod flamegraph;
 mod parse;
 mod plot;

@@ -23,7 +23,11 @@ use super::warn;
 /// Run `lockcast parse`.
 pub fn run(a: ParseArgs) -> Result<()> {
     let open = a.input.open();
-    if a.table.is_empty() && a.partition_by.is_none() && a.output.is_none() {
+    if a.table.is_empty()
+        && a.partition_by.is_none()
+        && a.output.is_none()
+        && !any_callgraph(&a.inputs, &open)?
+    {
         if a.to.is_some() {
             return Err(Error::Usage(
                 "--to needs -o OUT (a file, a directory, or - for standard output)".into(),
@@ -44,8 +48,24 @@ pub fn run(a: ParseArgs) -> Result<()> {
     write_tables(&a, &open)
 }
 
+/// Is any input a call graph (`perf report --stdio`)? Its table is `callgraph`, not the
+/// `lock_stats` summary the plain `parse` prints, so it goes the table-writing way. Standard
+/// input is read once: it is not looked at here.
+fn any_callgraph(inputs: &[String], open: &OpenOptions) -> Result<bool, Error> {
+    for s in inputs {
+        let spec = InputSpec::parse(s);
+        if spec.path != "-" && Table::natural(capture::format_of(&spec, open)?) == Table::Callgraph
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The tables asked for: `--table` names (or `all`: every table the inputs have); without
-/// `--table`, `lock_stats`, and for a directory also each trace's `contention`.
+/// `--table`, each input's natural table ([`Table::natural`]: `lock_stats`, or `callgraph` of
+/// perf report text), and for a directory also each trace's `contention`. Only the named
+/// tables are required of every input.
 fn wanted(a: &ParseArgs, formats: &[Format]) -> Result<(Vec<Table>, Vec<Table>), Error> {
     let all = a.table.iter().any(|t| t == "all");
     let mut requested: Vec<Table> = Vec::new();
@@ -62,8 +82,12 @@ fn wanted(a: &ParseArgs, formats: &[Format]) -> Result<(Vec<Table>, Vec<Table>),
     }
     let mut wanted = requested.clone();
     if requested.is_empty() && !all {
-        requested.push(Table::LockStats);
-        wanted.push(Table::LockStats);
+        for f in formats {
+            let n = Table::natural(*f);
+            if !wanted.contains(&n) {
+                wanted.push(n);
+            }
+        }
         let to_dir = a
             .output
             .as_deref()

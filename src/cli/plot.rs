@@ -55,7 +55,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
             let open = a.input.open();
             let b = load::one_table(&a.inputs[0], &open)?;
             let p = load::one_table(&a.inputs[1], &open)?;
-            let d = diff::diff(&b.name, &b.rows, &p.name, &p.rows);
+            let d = diff::diff_filtered(&b.name, &b.rows, &p.name, &p.rows, &a.filter.filter()?);
             let mut chart = AbChart::from_diff(&d, a.top.unwrap_or(10));
             if let Some(l) = a.labels.first() {
                 chart.base_label = l.clone();
@@ -177,7 +177,7 @@ fn demo_trace(spec: &str, opts: &OpenOptions) -> Result<polars::prelude::DataFra
 fn trace_of(spec: &str, a: &PlotArgs) -> Result<polars::prelude::DataFrame, Error> {
     let l = load::load(spec, &a.input.open())?;
     match l.trace {
-        Some(t) => Ok(t.contention),
+        Some(t) => Ok(a.filter.filter()?.contention(&t.contention)?),
         None => Err(Error::Input(format!(
             "{spec}: `plot {}` needs an event trace with lock:contention_begin/end \
              (perf script, ftrace, trace-cmd report); a perf lock table has only totals",

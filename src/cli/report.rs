@@ -26,6 +26,7 @@ pub fn report(a: ReportArgs) -> Result<()> {
         ByArg::Type => By::Type,
     });
     opts.top = a.top;
+    opts.filter = a.filter.filter()?;
     opts.sort = match a.sort {
         SortArg::Total => SortKey::TotalWait,
         SortArg::Contended => SortKey::Contended,
@@ -44,7 +45,13 @@ pub fn diff(a: DiffArgs) -> Result<()> {
     for t in [&base, &patched] {
         warn::skipped(&t.name, &t.diagnostics);
     }
-    let d = diff::diff(&base.name, &base.rows, &patched.name, &patched.rows);
+    let d = diff::diff_filtered(
+        &base.name,
+        &base.rows,
+        &patched.name,
+        &patched.rows,
+        &a.filter.filter()?,
+    );
     let text = render::render_diff(&d, a.top, a.out_format.resolve(a.json));
     io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())

@@ -48,6 +48,16 @@ impl Table {
         Self::all().into_iter().map(Table::name).collect()
     }
 
+    /// The table `lockcast parse` writes for `format` when no `--table` is named: what the
+    /// format is about (`lock_stats` of perf lock tables and of event traces' waits,
+    /// `callgraph` of `perf report --stdio`).
+    pub fn natural(format: Format) -> Table {
+        match format.content() {
+            Content::LockTables | Content::Events => Table::LockStats,
+            Content::Callgraph => Table::Callgraph,
+        }
+    }
+
     /// The tables an input of `format` has: `samples` only where its events carry call
     /// chains; every other event table comes from any event format.
     pub fn of_format(format: Format) -> Vec<Table> {

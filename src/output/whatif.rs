@@ -31,7 +31,7 @@ pub fn render_outcome(o: &Outcome, after: Option<(&str, &Metrics)>, format: Form
         Format::Table | Format::Text => outcome_text(o, after),
         Format::Markdown => {
             let mut s = format!(
-                "**what-if {}** on `{}` (lock `{}`, {} observation)\n\n",
+                "**what-if {}** on `{}` (lru_lock `{}`, {} observation)\n\n",
                 o.policy,
                 o.capture,
                 o.lock,

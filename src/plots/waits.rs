@@ -3,6 +3,8 @@
 //! colour per capture (base vs patched). A patch that shortens holds moves mass left; one that
 //! removes contention lowers the bars.
 
+use std::collections::HashMap;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use polars::prelude::DataFrame;
@@ -66,13 +68,22 @@ impl WaitSet {
         let lock = strs(df, c::LOCK)?;
         let ty = strs(df, c::TYPE)?;
         let wait = i64s(df, c::WAIT_NS)?;
+        let names = if by_caller {
+            HashMap::new()
+        } else {
+            lock_names(&lock, &caller)
+        };
         let waits = (0..df.height())
             .map(|i| {
                 let t = ty[i].as_deref().unwrap_or("");
                 let k = if by_caller {
                     format!("{t} {}", caller[i].as_deref().unwrap_or("(no caller)"))
                 } else {
-                    format!("lock {} ({t})", lock[i].as_deref().unwrap_or("?"))
+                    let addr = lock[i].as_deref().unwrap_or("?");
+                    match names.get(addr) {
+                        Some(n) => format!("{n} ({t})"),
+                        None => format!("lock {addr} ({t})"),
+                    }
                 };
                 // A wait of 0 ns (same timestamp at both ends) goes into the first bin.
                 (k, wait[i].unwrap_or(0).max(1) as u64)
@@ -83,6 +94,46 @@ impl WaitSet {
             waits,
         })
     }
+}
+
+/// The callers `perf lock contention` shows the LRU lock under (CAPTURE.md): adds drain a
+/// per-CPU batch in `folio_batch_move_lru()`, frees take it in `__page_cache_release()`.
+const LRU_LOCK_CALLERS: [&str; 2] = ["folio_batch_move_lru", "__page_cache_release"];
+
+/// What a lock address is known as, from its waits' callers (traces with call chains): the
+/// LRU lock when any of them is an LRU path ([`LRU_LOCK_CALLERS`]), else the caller most of
+/// its waits came from. Addresses without callers are not named (the panel says the address).
+fn lock_names(lock: &[Option<String>], caller: &[Option<String>]) -> HashMap<String, String> {
+    let mut callers: HashMap<&str, HashMap<&str, u64>> = HashMap::new();
+    for (l, c) in lock.iter().zip(caller) {
+        if let (Some(l), Some(c)) = (l.as_deref(), c.as_deref()) {
+            *callers.entry(l).or_default().entry(c).or_default() += 1;
+        }
+    }
+    callers
+        .into_iter()
+        .map(|(addr, cs)| {
+            let func = |c: &str| c.split('+').next().unwrap_or(c).to_string();
+            let lru = cs.keys().any(|c| {
+                let f = func(c);
+                LRU_LOCK_CALLERS
+                    .iter()
+                    .any(|l| f == *l || f.starts_with(&format!("{l}.")))
+            });
+            let name = if lru {
+                format!("lru_lock {addr}")
+            } else {
+                // most waits, then the name, so ties give the same label every run
+                let top = cs
+                    .iter()
+                    .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                    .map(|(c, _)| *c)
+                    .unwrap_or("?");
+                format!("lock {addr} of {top}")
+            };
+            (addr.to_string(), name)
+        })
+        .collect()
 }
 
 /// One panel: a lock's histogram per capture.

@@ -128,7 +128,7 @@ impl AsBars for WhatIfChart {
             subtitle: Some(
                 "bar = point prediction, whisker = interval; ratio = measured / predicted".into(),
             ),
-            keys: self.rows.iter().map(|r| r.lock.clone()).collect(),
+            keys: self.rows.iter().map(|r| lock_label(&r.lock)).collect(),
             series,
             panels: vec![
                 panel(
@@ -147,6 +147,21 @@ impl AsBars for WhatIfChart {
                 ),
             ],
         }
+    }
+}
+
+/// A row's lock as a label: a replay models `lru_lock` (the lock it picked from the
+/// capture, printed as its address: `0x…` from perf, 16 hashed hex digits from ftrace), so a
+/// bare address is named; anything else (a name, `total`) is kept.
+fn lock_label(lock: &str) -> String {
+    let hex = lock.strip_prefix("0x").unwrap_or(lock);
+    if !hex.is_empty()
+        && (lock.starts_with("0x") || hex.len() == 16)
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        format!("lru_lock {lock}")
+    } else {
+        lock.to_string()
     }
 }
 

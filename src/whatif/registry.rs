@@ -139,7 +139,9 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "khugepaged-lazyfree",
         about: "\"khugepaged: skip lazy-free folios\": scans of clean lazyfree ranges stop \
                 (CAPTURE: a directory of fixtures/capture-lazyfree.sh)",
-        params: "skip_progress=512|1 lazyfree_scan_ns=N",
+        params: "skip_progress=512|1 lazyfree_scan_ns=N; scan_sleep_millisecs=N \
+                 pages_to_scan=N tasks=PID:NAME,... (when the capture has no meta.txt / \
+                 workload.txt)",
         engine: Engine::Work(work::khugepaged_lazyfree::make),
         summary: None,
         needs: None,

@@ -1,5 +1,6 @@
 //! The one integration-test target (every extra target would link polars again).
 
+mod anytrace;
 mod captures;
 mod cli;
 mod common;
@@ -19,4 +20,5 @@ mod plots;
 mod record;
 mod seed;
 mod traces;
+mod usability;
 mod whatif;

@@ -298,7 +298,8 @@ fn plots_whatif_from_a_real_whatif_run() {
     let ratio = |k: &str| format!("{:.2}x", row[k].as_f64().unwrap());
     for label in [
         "What-if lru-cache: measured vs predicted contention".to_string(),
-        "0xffff888112cdf498".to_string(),
+        // the replayed lock is the LRU lock: named, not only its address
+        "lru_lock 0xffff888112cdf498".to_string(),
         ratio("ratio_contended"),
         ratio("ratio_total_wait"),
     ] {

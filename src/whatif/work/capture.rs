@@ -2,8 +2,11 @@
 //! `meta.txt` and `workload.txt` (`key=value` lines), `vmstat-before.txt` /
 //! `vmstat-after.txt` (`/proc/vmstat`), and `perf script --ns` text (`samples.txt[.gz]` with
 //! call chains, `events.txt[.gz]` with tracepoints) or, in its place, the recording itself
-//! (`perf.data[.gz]`, as `capture-lazyfree.sh --keep-perfdata` keeps it). Any of them may be
-//! gzip or zstd.
+//! (`perf.data[.gz]`, as `capture-lazyfree.sh --keep-perfdata` keeps it), or raw ftrace /
+//! `trace-cmd report` text (`trace.txt`, `trace-cmd-report.txt`, as
+//! `fixtures/capture-khugepaged-trace.sh` writes them). Any of them may be gzip or zstd. A
+//! single trace file may stand for the directory ([`WorkInput`]). Events are read through
+//! [`crate::capture::open`], so every event format lockcast reads works here.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -30,10 +33,93 @@ pub fn file(dir: &str, name: &str) -> Result<String> {
 }
 
 /// The event trace of a capture directory: `DIR/NAME` (the `perf script` text) when present,
-/// else the recording it was printed from, `DIR/perf.data` (or `.gz` / `.zst`); either is read
-/// by [`perf_events`], which detects the format from the bytes.
+/// else the recording it was printed from, `DIR/perf.data` (or `.gz` / `.zst`), else the raw
+/// ftrace text or `trace-cmd report` that fixtures/capture-khugepaged-trace.sh writes
+/// (`trace.txt`, `trace-cmd-report.txt`); each is read by [`perf_events`], which detects the
+/// format from the bytes.
 pub fn trace_file(dir: &str, name: &str) -> Result<String> {
-    file(dir, name).or_else(|e| file(dir, "perf.data").map_err(|_| e))
+    file(dir, name).or_else(|e| {
+        ["perf.data", "trace.txt", "trace-cmd-report.txt"]
+            .iter()
+            .find_map(|n| file(dir, n).ok())
+            .ok_or(e)
+    })
+}
+
+/// What a work what-if reads: a capture directory, or one event trace in any format lockcast
+/// reads (perf script, raw ftrace, trace-cmd report, perf.data; gzip/zstd), whose side files
+/// (`meta.txt`, `workload.txt`, `vmstat-*.txt`) are taken from its directory when they are
+/// there. What neither gives comes from `--set` (each policy says which keys).
+#[derive(Debug, Clone)]
+pub struct WorkInput {
+    /// As given on the command line.
+    pub given: String,
+    /// Where the side files are looked for.
+    dir: String,
+    /// The event trace when a file was given.
+    trace: Option<String>,
+}
+
+impl WorkInput {
+    /// `capture` as a directory or a trace file; neither is an error naming the path.
+    pub fn new(capture: &str) -> Result<Self> {
+        let p = Path::new(capture);
+        if p.is_dir() {
+            return Ok(WorkInput {
+                given: capture.into(),
+                dir: capture.into(),
+                trace: None,
+            });
+        }
+        if !p.is_file() {
+            return Err(Error::Input(format!(
+                "{capture}: no such capture directory or trace file"
+            )));
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_string_lossy().into_owned(),
+            _ => ".".into(),
+        };
+        Ok(WorkInput {
+            given: capture.into(),
+            dir,
+            trace: Some(capture.into()),
+        })
+    }
+
+    /// The event trace: the file given, or the directory's `NAME` ([`trace_file`]).
+    pub fn trace(&self, name: &str) -> Result<String> {
+        match &self.trace {
+            Some(t) => Ok(t.clone()),
+            None => trace_file(&self.dir, name),
+        }
+    }
+
+    /// A side file (`DIR/NAME` or its compressed copy), `None` when there is none.
+    pub fn side(&self, name: &str) -> Option<String> {
+        file(&self.dir, name).ok()
+    }
+
+    /// A side `key=value` file, read; `None` when there is none.
+    pub fn kv(&self, name: &str) -> Result<Option<KvFile>> {
+        match self.side(name) {
+            Some(path) => Ok(Some(KvFile {
+                pairs: kv_file(&path)?,
+                path,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// A side file that must be there: the error says where it was looked for.
+    pub fn need(&self, name: &str) -> Result<String> {
+        file(&self.dir, name)
+    }
+
+    /// The directory the side files are read from.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
 }
 
 fn lines(path: &str) -> Result<Vec<String>> {
@@ -144,7 +230,7 @@ pub fn perf_events(path: &str) -> Result<Vec<Event>> {
         out.push(e);
     }
     if out.is_empty() {
-        return Err(Error::Input(format!("{path}: no perf script events")));
+        return Err(Error::Input(format!("{path}: no events")));
     }
     Ok(out)
 }

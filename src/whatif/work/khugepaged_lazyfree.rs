@@ -45,6 +45,15 @@ pub struct KhugepagedLazyfree {
     /// Duration of a skipped scan in ns; default: median of the capture's `page_pmd_mapped`
     /// scans (the other scans that return before looking at PTEs), else its shortest scan.
     pub lazyfree_scan_ns: Option<f64>,
+    /// khugepaged's `scan_sleep_millisecs` during the capture; default: the capture's
+    /// `meta.txt` (`khugepaged_scan_sleep_millisecs=`). Needed for a bare trace file.
+    pub scan_sleep_millisecs: Option<f64>,
+    /// khugepaged's `pages_to_scan` during the capture; default: `meta.txt`
+    /// (`khugepaged_pages_to_scan=`).
+    pub pages_to_scan: Option<f64>,
+    /// Task names by pid, `PID:NAME,PID:NAME` (`14993:hot1,14994:cold`); default: the
+    /// `task= pid=` lines of `workload.txt`, else `tid N`.
+    pub tasks: Option<String>,
 }
 
 impl Default for KhugepagedLazyfree {
@@ -52,6 +61,9 @@ impl Default for KhugepagedLazyfree {
         KhugepagedLazyfree {
             skip_progress: HPAGE_PMD_NR,
             lazyfree_scan_ns: None,
+            scan_sleep_millisecs: None,
+            pages_to_scan: None,
+            tasks: None,
         }
     }
 }
@@ -66,7 +78,37 @@ pub fn make(set: &Set) -> Result<Box<dyn WorkPolicy>> {
                 .into(),
         ));
     }
+    for (k, v) in [
+        ("scan_sleep_millisecs", p.scan_sleep_millisecs),
+        ("pages_to_scan", p.pages_to_scan),
+    ] {
+        if v.is_some_and(|x| !(x.is_finite() && x > 0.0)) {
+            return Err(Error::Usage(format!(
+                "khugepaged-lazyfree: --set {k}: expected a positive number"
+            )));
+        }
+    }
+    if let Some(t) = &p.tasks {
+        task_names(t)?;
+    }
     Ok(Box::new(p))
+}
+
+/// `PID:NAME,...` of `--set tasks=`.
+fn task_names(s: &str) -> Result<HashMap<i32, String>> {
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|item| {
+            item.split_once(':')
+                .and_then(|(p, n)| Some((p.trim().parse::<i32>().ok()?, n.trim().to_string())))
+                .filter(|(_, n)| !n.is_empty())
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "khugepaged-lazyfree: --set tasks: '{item}': expected PID:NAME (e.g. tasks=14993:hot1,14994:cold)"
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// One khugepaged scan of a PMD range.
@@ -101,6 +143,9 @@ pub struct Khugepaged {
     pub pass_start: Vec<i64>,
     /// Gap after each pass (sleep), ns.
     pub pass_gap: Vec<i64>,
+    /// Coarsest timestamp resolution of the events, ns (1000: raw ftrace and default
+    /// `trace-cmd report` print µs).
+    pub ts_res_ns: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,15 +176,11 @@ fn covered(r: (u64, u64), by: &[Range]) -> Option<i64> {
     None
 }
 
-/// Read a capture's events and tie scans to tasks.
-pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
-    let path = capture::trace_file(dir, "events.txt")?;
-    let events = capture::perf_events(&path)?;
-    let bad = |line: u64, what: &str, err: lockcast_parsers::LineError| {
-        Error::Input(format!("{path}:{line}: {what} payload: {err}"))
-    };
+/// Task names by pid: the `task= pid=` lines of `workload.txt` when there is one, then
+/// `--set tasks=` on top.
+fn names_of(input: &capture::WorkInput, tasks: Option<&str>) -> Result<HashMap<i32, String>> {
     let mut names: HashMap<i32, String> = HashMap::new();
-    if let Ok(wp) = capture::file(dir, "workload.txt") {
+    if let Some(wp) = input.side("workload.txt") {
         for (_, kv) in capture::kv_lines(&wp)? {
             if let (Some(t), Some(p)) = (kv.get("task"), kv.get("pid")) {
                 if let Ok(pid) = p.parse::<i32>() {
@@ -148,11 +189,26 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
             }
         }
     }
+    if let Some(t) = tasks {
+        names.extend(task_names(t)?);
+    }
+    Ok(names)
+}
+
+/// Read a capture's events (any event format: perf script, raw ftrace, trace-cmd report,
+/// perf.data) and tie scans to tasks named by `names` (pid → name).
+pub fn read(path: &str, scan_sleep_ms: f64, names: &HashMap<i32, String>) -> Result<Khugepaged> {
+    let events = capture::perf_events(path)?;
+    let bad = |line: u64, what: &str, err: lockcast_parsers::LineError| {
+        Error::Input(format!("{path}:{line}: {what} payload: {err}"))
+    };
     let mut madv: Vec<(i64, i32, payload::Madvise)> = Vec::new();
     let mut locks: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
     let mut scans = Vec::new();
     let mut pending_isolate: Option<u32> = None;
+    let mut ts_res_ns = 1;
     for e in &events {
+        ts_res_ns = ts_res_ns.max(e.ts_res_ns);
         let ts = e
             .ts_ns
             .ok_or_else(|| Error::Input(format!("{path}:{}: event without a timestamp", e.line)))?;
@@ -162,7 +218,8 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
                     .map_err(|x| bad(e.line, "sys_enter_madvise", x))?;
                 madv.push((ts, e.tid, m));
             }
-            (Some("mmap_lock"), _) => {
+            // ftrace and trace-cmd print no system: the event names say it
+            (Some("mmap_lock"), _) | (None, "mmap_lock_acquire_returned") => {
                 let m = payload::mmap_lock(&e.payload).map_err(|x| bad(e.line, "mmap_lock", x))?;
                 locks.entry(e.tid).or_default().push((ts, m.mm));
             }
@@ -198,7 +255,10 @@ pub fn read(dir: &str, scan_sleep_ms: f64) -> Result<Khugepaged> {
         )));
     }
     // task -> mm, and each mm's madvise ranges
-    let mut k = Khugepaged::default();
+    let mut k = Khugepaged {
+        ts_res_ns,
+        ..Khugepaged::default()
+    };
     let mut hp: BTreeMap<String, Vec<Range>> = BTreeMap::new();
     let mut fr: BTreeMap<String, Vec<Range>> = BTreeMap::new();
     for (ts, tid, m) in &madv {
@@ -331,10 +391,31 @@ impl WorkPolicy for KhugepagedLazyfree {
     }
 
     fn run(&self, dir: &str) -> Result<WorkOutcome> {
-        let meta = capture::KvFile::open(dir, "meta.txt")?;
-        let sleep_ms = meta.int("khugepaged_scan_sleep_millisecs")? as f64;
-        let budget = meta.int("khugepaged_pages_to_scan")? as f64;
-        let k = read(dir, sleep_ms)?;
+        let input = capture::WorkInput::new(dir)?;
+        let meta = input.kv("meta.txt")?;
+        // --set wins over meta.txt; without either the error names both
+        let setting = |param: &str, given: Option<f64>| -> Result<f64> {
+            if let Some(v) = given {
+                return Ok(v);
+            }
+            let key = format!("khugepaged_{param}");
+            match &meta {
+                Some(m) if m.pairs.contains_key(&key) => Ok(m.int(&key)? as f64),
+                Some(m) => Err(Error::Input(format!(
+                    "{}: no {key}= line; pass --set {param}=N (khugepaged's {param} during the capture)",
+                    m.path
+                ))),
+                None => Err(Error::Input(format!(
+                    "{dir}: no meta.txt in {} with {key}=; pass --set {param}=N (khugepaged's {param} during the capture, /sys/kernel/mm/transparent_hugepage/khugepaged/{param})",
+                    input.dir()
+                ))),
+            }
+        };
+        let sleep_ms = setting("scan_sleep_millisecs", self.scan_sleep_millisecs)?;
+        let budget = setting("pages_to_scan", self.pages_to_scan)?;
+        let names = names_of(&input, self.tasks.as_deref())?;
+        let trace = input.trace("events.txt")?;
+        let k = read(&trace, sleep_ms, &names)?;
         let n = k.scans.len();
         let is_lf: Vec<bool> = k
             .scans
@@ -406,7 +487,7 @@ impl WorkPolicy for KhugepagedLazyfree {
             json!(is_lf.iter().filter(|x| **x).count()),
         );
         measured.insert("null_replay_max_error_ns".into(), json!(same_pass_ns));
-        if let Ok(d) = capture::vmstat_delta(dir) {
+        if let Ok(d) = capture::vmstat_delta(input.dir()) {
             measured.insert(
                 "thp_collapse_alloc".into(),
                 json!(d.get("thp_collapse_alloc").copied().unwrap_or(0)),
@@ -505,7 +586,7 @@ impl WorkPolicy for KhugepagedLazyfree {
         params.insert("lazyfree_scan_ns".into(), format!("{lf_ns:.0}"));
         params.insert("pages_to_scan".into(), format!("{budget}"));
         params.insert("scan_sleep_millisecs".into(), format!("{sleep_ms}"));
-        let notes = vec![
+        let mut notes = vec![
             "scans of an mm whose MADV_HUGEPAGE ranges are all MADV_FREE'd (task -> mm from mmap_lock events in the task's context) are lazyfree scans; none is re-dirtied".into(),
             format!(
                 "skip_progress={}: budget units a skipped scan uses; this kernel adds HPAGE_PMD_NR (512) per PMD whatever the result, so with 512 the skip saves only scan time; the skip_progress_{} variant shows a per-PTE accounting",
@@ -514,6 +595,12 @@ impl WorkPolicy for KhugepagedLazyfree {
             "unhuge_time_share: mean share of the task's time (registration .. last scan) its ranges were still 4 KiB-mapped, the proxy for the posted dTLB-miss change (no hardware counters in this VM)".into(),
             "posted (x86_64): hot2 dTLB-load-misses -75.56%, cycles per access -55.44% (qemu: -98.67%, -71.60%)".into(),
         ];
+        if k.ts_res_ns > 1 {
+            notes.push(format!(
+                "timestamps have {} ns resolution (raw ftrace / trace-cmd report without -t): scan durations are rounded to it",
+                k.ts_res_ns
+            ));
+        }
         Ok(WorkOutcome {
             policy: self.name().into(),
             capture: dir.into(),

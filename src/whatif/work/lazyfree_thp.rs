@@ -154,14 +154,16 @@ impl WorkPolicy for LazyfreeThp {
     }
 
     fn run(&self, dir: &str) -> Result<WorkOutcome> {
-        let w = capture::KvFile::open(dir, "workload.txt")?;
+        // a directory, or one sample trace (any event format) with its directory's side files
+        let input = capture::WorkInput::new(dir)?;
+        let w = capture::KvFile::open(input.dir(), "workload.txt")?;
         let wall = w.int("reclaim_ns")? as f64;
-        let delta = capture::vmstat_delta(dir)?;
+        let delta = capture::vmstat_delta(input.dir())?;
         let d = |k: &str| delta.get(k).copied().unwrap_or(0);
         let split_pmd = d("thp_split_pmd");
         let lazyfreed = d("pglazyfreed");
         let n_thp = lazyfreed / HPAGE_PMD_NR;
-        let a = attribute(&capture::trace_file(dir, "samples.txt")?)?;
+        let a = attribute(&input.trace("samples.txt")?)?;
         let p = a.period_ns as f64;
         let cpu = a.reclaim as f64 * p;
 

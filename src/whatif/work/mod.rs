@@ -2,8 +2,9 @@
 //! `lru_lock` is taken (issue 7, MODELS.md §3(c), §3(d)).
 //!
 //! They read a capture *directory* written by `fixtures/capture-lazyfree.sh` (meta and workload
-//! `key=value` files, `/proc/vmstat` snapshots, `perf script` samples or tracepoints) instead of
-//! one event trace; they share the one registry ([`super::registry`]) with the lock-replay
+//! `key=value` files, `/proc/vmstat` snapshots, samples or tracepoints in any event format:
+//! perf script, raw ftrace, trace-cmd report, perf.data), or one trace file with those side
+//! files beside it or their keys given by `--set` ([`capture::WorkInput`]); they share the one registry ([`super::registry`]) with the lock-replay
 //! [`super::policy`]s.
 
 pub mod capture;
