@@ -23,6 +23,7 @@ use lockcast_parsers::perf_lock;
 
 use crate::capture::{self, Capture, OpenOptions};
 use crate::error::{Error, Result};
+use crate::analyses::filter::RowFilter;
 use crate::frames::contention::{caller_of, lock_type, OpenWaits};
 use crate::input::InputSpec;
 use crate::whatif::Outcome;
@@ -66,12 +67,10 @@ pub struct Options {
     pub weight: Weight,
     /// Root frame.
     pub root: Root,
-    /// Keep only waits on this lock: its address as traced, its type, or (a `-v` table) its
-    /// name or symbol.
-    pub lock: Option<String>,
-    /// Keep only waits whose caller (the frame `perf lock contention` names) is this symbol,
-    /// with or without its `+0x` offset.
-    pub caller: Option<String>,
+    /// `--lock`, `--caller`, `--type` as everywhere else ([`RowFilter`]): a wait's lock is its
+    /// address (a `-v` row: name, symbol, address), its callers the caller `perf lock
+    /// contention` names (with its `+0x` offset) and every frame of its stack (without).
+    pub filter: RowFilter,
 }
 
 /// Folded stacks: distinct stacks, root first, with their summed weight.
@@ -153,10 +152,6 @@ pub fn frame_name(symbol: &str) -> String {
     }
 }
 
-fn same_caller(want: &str, caller: Option<&str>) -> bool {
-    caller.is_some_and(|c| c == want || frame_name(c) == frame_name(want))
-}
-
 /// The message for a capture whose waits carry no call chains.
 fn no_chains(path: &str, waits: u64, what: &str) -> Error {
     Error::Input(format!(
@@ -199,15 +194,14 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                         let Some((begin, k)) = waits.end(&(e.tid, end.lock.clone()), ts) else {
                             continue;
                         };
-                        if let Some(l) = &o.lock {
-                            if *l != end.lock && l != k.ty {
-                                continue;
-                            }
-                        }
                         let names: Vec<String> =
                             k.chain.iter().map(|f| frame_name(&f.symbol)).collect();
-                        if let Some(c) = &o.caller {
-                            if !same_caller(c, caller_of(&names)) {
+                        if !o.filter.is_empty() {
+                            let raw: Vec<String> =
+                                k.chain.iter().map(|f| f.symbol.clone()).collect();
+                            let mut callers: Vec<&str> = caller_of(&raw).into_iter().collect();
+                            callers.extend(names.iter().map(String::as_str));
+                            if !o.filter.keep(&[end.lock.as_str()], &callers, Some(k.ty)) {
                                 continue;
                             }
                         }
@@ -250,14 +244,11 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
 }
 
 fn filter_note(o: &Options) -> String {
-    let mut s = String::new();
-    if let Some(l) = &o.lock {
-        s.push_str(&format!(" on lock {l}"));
+    if o.filter.is_empty() {
+        String::new()
+    } else {
+        " that --lock/--caller/--type keep".to_string()
     }
-    if let Some(c) = &o.caller {
-        s.push_str(&format!(" from caller {c}"));
-    }
-    s
 }
 
 /// Fold one `perf lock contention -v` table: each row's stack (innermost first as printed)
@@ -295,17 +286,16 @@ fn from_table(
     let (mut n, mut chained) = (0u64, 0u64);
     for r in &table.rows {
         let ty = r.lock_type.clone().unwrap_or_else(|| "unknown".to_string());
-        if let Some(l) = &o.lock {
-            let hit = *l == ty
-                || r.name.as_deref() == Some(l)
-                || r.symbol.as_deref() == Some(l)
-                || r.address.is_some_and(|a| format!("{a:#x}") == *l);
-            if !hit {
-                continue;
-            }
-        }
-        if let Some(c) = &o.caller {
-            if !same_caller(c, r.caller.as_deref()) {
+        if !o.filter.is_empty() {
+            let addr = r.address.map(|a| format!("{a:#x}"));
+            let locks: Vec<&str> = [r.name.as_deref(), r.symbol.as_deref(), addr.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+            let frames: Vec<String> = r.stack.iter().map(|f| frame_name(&f.symbol)).collect();
+            let mut callers: Vec<&str> = r.caller.as_deref().into_iter().collect();
+            callers.extend(frames.iter().map(String::as_str));
+            if !o.filter.keep(&locks, &callers, r.lock_type.as_deref()) {
                 continue;
             }
         }

@@ -40,7 +40,7 @@ Examples:
   lockcast flamegraph fixtures/perfdata/micro-16K-g/perf.data.gz -o lru.svg
   lockcast flamegraph fixtures/captures/micro-16K-r1/contention-v.txt -o - | flamegraph.pl > v.svg
   lockcast flamegraph base/contention-v.txt --diff patched/contention-v.txt --normalize -o diff.svg
-  lockcast flamegraph trace.txt --weight count --lock spinlock --caller folio_batch_move_lru -o f.folded
+  lockcast flamegraph trace.txt --weight count --type spinlock --caller folio_batch_move_lru -o f.folded
   lockcast flamegraph fixtures/replay/micro-16K-r1 --whatif folio-size --set folio_kb=64 -o pred.svg";
 
 /// `lockcast flamegraph`.
@@ -60,13 +60,9 @@ pub struct FlamegraphArgs {
     /// Root frame: the lock type (lines up across runs) or the lock address.
     #[arg(long, value_enum, default_value_t = RootArg::Type)]
     pub root: RootArg,
-    /// Only waits on this lock: its address as traced or its type (`spinlock`); with --whatif
-    /// the lock replayed as lru_lock.
-    #[arg(long, value_name = "L")]
-    pub lock: Option<String>,
-    /// Only waits whose caller (the frame perf lock contention names) is this symbol.
-    #[arg(long, value_name = "C")]
-    pub caller: Option<String>,
+    /// --lock (with --whatif: the one lock address to replay as lru_lock), --caller, --type.
+    #[command(flatten)]
+    pub filter: super::filter::FilterArgs,
     /// Title (default: says what is drawn and from what).
     #[arg(long, value_name = "T")]
     pub title: Option<String>,
@@ -147,8 +143,7 @@ pub fn run(a: FlamegraphArgs) -> Result<()> {
             RootArg::Type => Root::Type,
             RootArg::Lock => Root::Lock,
         },
-        lock: a.lock.clone(),
-        caller: a.caller.clone(),
+        filter: a.filter.filter()?,
     };
     if let Some(policy) = &a.whatif {
         return whatif(&a, policy, kind, opts.weight);
@@ -210,15 +205,20 @@ fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result
             "--whatif writes two files (predicted and measured): give -o FILE.svg or FILE.folded"
         );
     }
-    if a.caller.is_some() {
-        bail!("--caller does not apply to --whatif: the replay keeps one path per wait, not its caller");
+    if !a.filter.caller.is_empty() || !a.filter.lock_type.is_empty() {
+        bail!("--caller and --type do not apply to --whatif: the replay keeps one path per wait on lru_lock");
     }
+    let lock = match a.filter.lock.as_slice() {
+        [] => None,
+        [l] if !l.starts_with('/') => Some(l.clone()),
+        _ => bail!("--whatif takes one --lock ADDRESS (the lock to replay as lru_lock), not a /REGEX/ or several"),
+    };
     let set = params::pairs(&a.set)?;
     let mut engine = lockcast::whatif::Options {
         bootstrap: 0,
         ..Default::default()
     };
-    engine.reconstruct.lock = a.lock.clone();
+    engine.reconstruct.lock = lock;
     let ask_opts = Ask {
         engine,
         lenient: a.input.lenient,

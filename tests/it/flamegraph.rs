@@ -134,6 +134,19 @@ fn flamegraph_perf_data_agrees_with_perf_lock_contention_of_the_same_file() {
         "count",
     ]);
     assert_eq!(sum(&one), fb.0);
+    // the shared filter: a type and a /REGEX/ caller select the same row
+    let typed = folded(&[
+        PD,
+        "--kallsyms",
+        PD_KALLSYMS,
+        "--type",
+        "spin",
+        "--caller",
+        "/^folio_batch_move_lru\\+0x88$/",
+        "--weight",
+        "count",
+    ]);
+    assert_eq!(sum(&typed), fb.0);
     let one = folded(&[
         PD,
         "--kallsyms",
