@@ -93,6 +93,9 @@ pub enum Mode {
     InfoThread,
     /// `perf lock info -m`: `Address of instance: name of class`.
     InfoMap,
+    /// `/proc/lock_stat`: one row per lock class (and read/write state), with hold times
+    /// ([`crate::lock_stat`]).
+    LockStat,
 }
 
 impl Mode {
@@ -106,6 +109,7 @@ impl Mode {
             Mode::Cgroup => "cgroup",
             Mode::InfoThread => "info_thread",
             Mode::InfoMap => "info_map",
+            Mode::LockStat => "lock_stat",
         }
     }
 }
@@ -125,6 +129,13 @@ pub enum Style {
     },
     /// `perf lock info`: no values.
     Info,
+    /// `/proc/lock_stat`: µs with two decimals (`%lld.%02d` of ns + 5), under the version
+    /// line's number (`0.3`: no `-avg` columns, `0.4`: with them).
+    LockStat {
+        /// The `lock_stat version` number, or the one the columns imply when the line is
+        /// missing.
+        version: String,
+    },
 }
 
 /// A table header: the start of a block.
@@ -196,10 +207,65 @@ pub struct Row {
     pub min_wait: Option<TimeNs>,
     /// `-v` call stack, innermost first.
     pub stack: Vec<StackFrame>,
+    /// Hold times and bounces (`/proc/lock_stat`); `None` for the
+    /// other tools, which do not measure them.
+    pub hold: Option<Hold>,
+    /// `/proc/lock_stat`: the read/write state the row counts (`W` or `R`, from the `-W:` /
+    /// `-R:` suffix); `None` for a lock taken one way only.
+    pub rw: Option<String>,
+    /// `/proc/lock_stat` contention points (who waited) and contending points (who held the
+    /// lock meanwhile), in printed order.
+    pub points: Vec<CallPoint>,
+}
+
+/// Hold-time statistics of a row (`/proc/lock_stat` columns `acq-bounces` .. `holdtime-avg`,
+/// `con-bounces`; klockstat's `Avg Hold` table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Hold {
+    /// `con-bounces`: contentions that involved cross-CPU data.
+    pub con_bounces: Option<u64>,
+    /// `acq-bounces`: acquisitions that involved cross-CPU data.
+    pub acq_bounces: Option<u64>,
+    /// Shortest hold.
+    pub min: Option<TimeNs>,
+    /// Longest hold.
+    pub max: Option<TimeNs>,
+    /// Total hold time.
+    pub total: Option<TimeNs>,
+    /// Average hold (printed by lock_stat 0.4 and klockstat).
+    pub avg: Option<TimeNs>,
+    /// Acquisitions counted by the hold table (klockstat prints its own `Count`).
+    pub count: Option<u64>,
+}
+
+/// Which list of `/proc/lock_stat` call sites a point is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointKind {
+    /// The first block: call sites that had to wait for the lock.
+    Contention,
+    /// The second block: call sites holding the lock that the waiters contended with.
+    Contending,
+}
+
+/// One `name count [<ip>] sym+off/len` line under a `/proc/lock_stat` class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallPoint {
+    /// Which block.
+    pub kind: PointKind,
+    /// Contentions counted at this call site.
+    pub count: u64,
+    /// The `[<ip>]` address (hashed by `%p` on kernels since 4.15).
+    pub addr: Option<u64>,
+    /// `sym+0xoff/0xlen` as printed.
+    pub symbol: String,
+    /// Line of the point (its first line when a mail wrapped it).
+    pub line: u64,
 }
 
 impl Row {
-    fn new(table: u32, line: u64, mode: Mode) -> Self {
+    /// An empty row of `mode` at `line` of table `table` (other formats' readers fill it in).
+    pub(crate) fn new(table: u32, line: u64, mode: Mode) -> Self {
         Row {
             table,
             line,
@@ -220,6 +286,9 @@ impl Row {
             max_wait: None,
             min_wait: None,
             stack: Vec::new(),
+            hold: None,
+            rw: None,
+            points: Vec::new(),
         }
     }
 
@@ -949,7 +1018,7 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             parse_info_row(header.mode, text, &mut row)?;
             return Ok(row);
         }
-        Style::Units | Style::RawNs => {}
+        Style::Units | Style::RawNs | Style::LockStat { .. } => {}
     }
     let toks = tokens(text);
     let units = header.style == Style::Units;
@@ -1056,7 +1125,8 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             }
             row.cgroup = Some(cg.to_string());
         }
-        Mode::Lock | Mode::InfoThread | Mode::InfoMap => {}
+        // the other formats' modes never reach this parser
+        Mode::Lock | Mode::InfoThread | Mode::InfoMap | Mode::LockStat => {}
     }
     Ok(row)
 }
