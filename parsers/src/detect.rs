@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::event::{Event, EventRead};
 use crate::lines::ReaderOptions;
-use crate::{ftrace, lock_stat, perf_data, perf_lock, perf_report, perf_script};
+use crate::{ftrace, klockstat, lock_stat, perf_data, perf_lock, perf_report, perf_script};
 
 /// How many lines detection may look at before giving up.
 pub const SNIFF_LINES: usize = 2000;
@@ -39,6 +39,8 @@ pub enum Format {
     PerfData,
     /// `/proc/lock_stat` (`CONFIG_LOCK_STAT`), possibly inside a mail.
     LockStat,
+    /// `klockstat` (bcc or libbpf-tools).
+    Klockstat,
 }
 
 /// What an input of a format holds.
@@ -137,6 +139,17 @@ pub const FORMATS: &[FormatInfo] = &[
         call_chains: false,
     },
     FormatInfo {
+        format: Format::Klockstat,
+        name: "klockstat",
+        help: "klockstat from bcc (raw ns) or libbpf-tools (times with units): acquire and hold tables",
+        content: Content::LockTables,
+        magic: None,
+        sniff: Some(klockstat::sniff),
+        open_events: None,
+        starts_record: None,
+        call_chains: false,
+    },
+    FormatInfo {
         format: Format::PerfReport,
         name: "perf-report",
         help: "perf report --stdio (the callgraph table)",
@@ -216,6 +229,7 @@ impl Format {
     ) -> Result<perf_lock::Parsed, Error> {
         match self {
             Format::LockStat => lock_stat::parse_all(r, opts),
+            Format::Klockstat => klockstat::parse_all(r, opts),
             _ => perf_lock::parse_all(r, opts),
         }
     }
@@ -310,6 +324,7 @@ mod tests {
             Format::PerfReport,
             Format::PerfData,
             Format::LockStat,
+            Format::Klockstat,
         ] {
             let rows: Vec<_> = FORMATS.iter().filter(|i| i.format == f).collect();
             assert_eq!(rows.len(), 1, "{f:?}");

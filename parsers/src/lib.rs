@@ -1,6 +1,6 @@
 //! Streaming parsers for the text that Linux tracing tools print: `perf lock`
-//! report/contention/info tables (also pasted inside mails), `/proc/lock_stat` tables, raw
-//! ftrace text, `trace-cmd report`, `perf script` and `perf report --stdio` call
+//! report/contention/info tables (also pasted inside mails), `/proc/lock_stat` and `klockstat`
+//! tables, raw ftrace text, `trace-cmd report`, `perf script` and `perf report --stdio` call
 //! graphs.
 //!
 //! Every format module has the same shape: a `Reader<R: BufRead>` that yields typed records one
@@ -23,6 +23,7 @@ pub mod detect;
 pub mod error;
 pub mod event;
 pub mod ftrace;
+pub mod klockstat;
 pub mod lines;
 pub mod lock_stat;
 pub mod payload;

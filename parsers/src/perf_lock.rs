@@ -96,6 +96,8 @@ pub enum Mode {
     /// `/proc/lock_stat`: one row per lock class (and read/write state), with hold times
     /// ([`crate::lock_stat`]).
     LockStat,
+    /// `klockstat` (bcc or libbpf-tools): one row per caller or lock ([`crate::klockstat`]).
+    Klockstat,
 }
 
 impl Mode {
@@ -110,6 +112,7 @@ impl Mode {
             Mode::InfoThread => "info_thread",
             Mode::InfoMap => "info_map",
             Mode::LockStat => "lock_stat",
+            Mode::Klockstat => "klockstat",
         }
     }
 }
@@ -136,6 +139,8 @@ pub enum Style {
         /// missing.
         version: String,
     },
+    /// `klockstat`: bcc's raw ns, or libbpf-tools' times with a unit.
+    Klockstat,
 }
 
 /// A table header: the start of a block.
@@ -207,7 +212,7 @@ pub struct Row {
     pub min_wait: Option<TimeNs>,
     /// `-v` call stack, innermost first.
     pub stack: Vec<StackFrame>,
-    /// Hold times and bounces (`/proc/lock_stat`); `None` for the
+    /// Hold times and bounces (`/proc/lock_stat`, klockstat's hold table); `None` for the
     /// other tools, which do not measure them.
     pub hold: Option<Hold>,
     /// `/proc/lock_stat`: the read/write state the row counts (`W` or `R`, from the `-W:` /
@@ -1018,7 +1023,7 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             parse_info_row(header.mode, text, &mut row)?;
             return Ok(row);
         }
-        Style::Units | Style::RawNs | Style::LockStat { .. } => {}
+        Style::Units | Style::RawNs | Style::LockStat { .. } | Style::Klockstat => {}
     }
     let toks = tokens(text);
     let units = header.style == Style::Units;
@@ -1126,7 +1131,7 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             row.cgroup = Some(cg.to_string());
         }
         // the other formats' modes never reach this parser
-        Mode::Lock | Mode::InfoThread | Mode::InfoMap | Mode::LockStat => {}
+        Mode::Lock | Mode::InfoThread | Mode::InfoMap | Mode::LockStat | Mode::Klockstat => {}
     }
     Ok(row)
 }

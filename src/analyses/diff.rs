@@ -192,6 +192,10 @@ fn key_of(r: &StatRow) -> (Option<String>, &'static str) {
             }),
             "class name (-W/-R)",
         ),
+        "klockstat" => (
+            r.caller.clone().or_else(|| r.comm.clone()),
+            "caller (comm with -P)",
+        ),
         _ => (r.name.clone(), "name"),
     }
 }

@@ -105,3 +105,63 @@ fn lock_stat_row_cut_short_is_an_error_naming_file_and_line() {
     let e = stderr(&o);
     assert!(e.contains("-:10:1: lock_stat: expected 12 columns"), "{e}");
 }
+
+const KLOCK_BCC: &str = "tests/corpus/klockstat/bcc-klockstat_example.txt";
+const KLOCK_P: &str = "tests/corpus/klockstat/libbpf-tools-pr3984-per-thread-P.txt";
+
+#[test]
+fn klockstat_tables_are_blocks_of_lock_stats_by_caller() {
+    let o = lockcast(&["parse", KLOCK_BCC]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(": klockstat, 16 table(s)"), "{out}");
+    // table 2 is the first hold table: its rows carry hold times, no waits
+    let o = lockcast(&[
+        "parse",
+        &format!("{KLOCK_BCC}#2"),
+        "-o",
+        "-",
+        "--to",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v[0];
+    assert_eq!(r["kind"], "klockstat");
+    assert_eq!(r["caller"], "flush_to_ldisc+0x22");
+    assert_eq!(r["hold_avg_ns"], 42558);
+    assert_eq!(r["acquired"], 2);
+    assert_eq!(r["hold_max_ns"], 76135);
+    assert_eq!(r["hold_total_ns"], 85116);
+    assert!(r["total_wait_ns"].is_null());
+    // report groups a klockstat table by caller
+    let o = lockcast(&["report", &format!("{KLOCK_BCC}#1")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("psi_avgs_work+0x2e") && out.contains("18.38 us"),
+        "{out}"
+    );
+}
+
+#[test]
+fn klockstat_diff_of_two_runs_matches_callers() {
+    // the -p run and the -c run of the example file: the same three pipe callers
+    let v = json(&[
+        "diff",
+        &format!("{KLOCK_BCC}#7"),
+        &format!("{KLOCK_BCC}#9"),
+        "--json",
+    ]);
+    assert_eq!(v["matched_on"], "caller (comm with -P)");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    // pipe_wait+0xa9: Total spin 258277958 (-p 883) and 319017069 (-c pipe_)
+    let w = rows.iter().find(|r| r["key"] == "pipe_wait+0xa9").unwrap();
+    assert_eq!(w["base_total_wait_ns"], 258277958u64);
+    assert_eq!(w["patched_total_wait_ns"], 319017069u64);
+    let o = lockcast(&["parse", KLOCK_P, "-o", "-", "--to", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["pid"], 8428);
+    assert_eq!(v[0]["comm"], "IPDL Background");
+}
