@@ -454,6 +454,9 @@ pub struct Reader<R> {
     first_line: Option<String>,
     diagnostics: Diagnostics,
     done: bool,
+    /// The header of the last table: the `-o -v` owner stack section repeats its layout
+    /// without printing it again.
+    last_header: Option<TableHeader>,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -472,6 +475,7 @@ impl<R: BufRead> Reader<R> {
             first_line: None,
             diagnostics: Diagnostics::default(),
             done: false,
+            last_header: None,
         }
     }
 
@@ -586,9 +590,28 @@ impl<R: BufRead> Reader<R> {
                 style,
                 owner,
             };
+            self.last_header = Some(header.clone());
             self.out.push_back(Item::Table(header.clone()));
             self.state = State::InTable { header, rows: 0 };
             return Ok(());
+        }
+        if is_owner_banner(text) {
+            // perf 6.15+ `-o -v`: the owners' stacks, in the waiters' table layout (builtin-lock.c
+            // `print_contention_result`); a table of its own so it is never summed with them
+            if let Some(prev) = self.last_header.clone() {
+                self.tables += 1;
+                let header = TableHeader {
+                    index: self.tables,
+                    line: line_no,
+                    label: Some("owner stack trace".to_string()),
+                    owner: true,
+                    ..prev
+                };
+                self.label = None;
+                self.out.push_back(Item::Table(header.clone()));
+                self.state = State::InTable { header, rows: 0 };
+                return Ok(());
+            }
         }
         if is_banner(text) {
             self.state = State::InFooter(Footer {
@@ -668,6 +691,15 @@ impl<R: BufRead> Reader<R> {
                     line_text: cut(text, 120),
                 });
             }
+        }
+        if text.trim() == "..." && rows > 0 {
+            // a mail's elision: the poster cut the table here (perf never prints the line)
+            self.diagnostics.notes.push(format!(
+                "line {line_no}: the table of line {} was cut by its poster (`...`)",
+                header.line
+            ));
+            self.finish_state();
+            return Ok(());
         }
         match parse_row(&header, line_no, text) {
             Ok(row) => {
@@ -804,7 +836,17 @@ impl<R: BufRead> Reader<R> {
 
 /// A line that begins a new block: a table header, a debug banner or a CSV debug footer.
 fn starts_block(line: &str) -> bool {
-    parse_header(line).is_some() || is_banner(line) || parse_csv_footer(line).is_some()
+    parse_header(line).is_some()
+        || is_banner(line)
+        || is_owner_banner(line)
+        || parse_csv_footer(line).is_some()
+}
+
+/// `=== owner stack trace ===` (or `# owner stack trace:` with `-x`), printed by perf 6.15+
+/// before the lock owners' stacks of `perf lock contention -o -v`.
+fn is_owner_banner(line: &str) -> bool {
+    let t = line.trim();
+    t == "=== owner stack trace ===" || t == "# owner stack trace:"
 }
 
 fn is_banner(line: &str) -> bool {
