@@ -165,3 +165,32 @@ fn klockstat_diff_of_two_runs_matches_callers() {
     assert_eq!(v[0]["pid"], 8428);
     assert_eq!(v[0]["comm"], "IPDL Background");
 }
+
+#[test]
+fn lock_stat_summary_whatif_takes_the_measured_hold() {
+    // a perf lock table cannot tell think time from hold time; lock_stat measured the hold:
+    // holdtime-total 10224267.38 us over 6601547 acquisitions
+    let args = |t: &str| {
+        vec![
+            "whatif".to_string(),
+            "lru-cache".into(),
+            t.to_string(),
+            "--set".into(),
+            "folio_kb=16".into(),
+            "--set".into(),
+            "cpus=8".into(),
+            "--json".into(),
+        ]
+    };
+    let a = args(&format!("{RQ}#1"));
+    let v = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let want = 10_224_267_380.0 / 6_601_547.0;
+    let h: f64 = v["params"]["hold_ns"].as_str().unwrap().parse().unwrap();
+    assert!((h - want).abs() < 1e-6, "{h}");
+    assert!((v["point"]["hold_ns"].as_f64().unwrap() - want).abs() < 1e-6);
+    // --set hold_ns still wins over the table's
+    let mut a = args(&format!("{RQ}#1"));
+    a.splice(7..7, ["--set".to_string(), "hold_ns=2000".to_string()]);
+    let v = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(v["params"]["hold_ns"], "2000");
+}
