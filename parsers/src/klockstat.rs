@@ -14,7 +14,8 @@
 //!   %s, Lock %s (0x%llx)` (the task and lock of the longest wait or hold; `-L` names the lock).
 //!
 //! Each header starts a table (`file#N`), labelled by the nearest prose line before it (the
-//! command line in an example file). Rows are [`Mode::Klockstat`]: `Count` → `acquired`
+//! command line in an example file). Rows are [`Mode::Klockstat`] (`-P` rows [`Mode::Task`],
+//! like perf's `-t`): `Count` → `acquired`
 //! (klockstat counts every acquisition it traced, not only contended ones, so `contended`
 //! stays empty), the acquire times → the wait columns, the hold table's → [`Row::hold`].
 
@@ -112,7 +113,12 @@ pub fn parse_all<R: BufRead>(inner: R, opts: &Options) -> Result<Parsed, Error> 
                     index,
                     line,
                     label: label.take(),
-                    mode: Mode::Klockstat,
+                    // `-P` rows are tasks: grouped and matched by comm, as perf's `-t` rows
+                    mode: if kind.per_thread {
+                        Mode::Task
+                    } else {
+                        Mode::Klockstat
+                    },
                     columns,
                     style: Style::Klockstat,
                     owner: false,
@@ -254,7 +260,12 @@ fn row(kind: Kind, table: u32, line: u64, t: &str) -> Option<Result<Row, LineErr
         Ok(v) => v,
         Err(e) => return Some(Err(e)),
     };
-    let mut r = Row::new(table, line, Mode::Klockstat);
+    let mode = if kind.per_thread {
+        Mode::Task
+    } else {
+        Mode::Klockstat
+    };
+    let mut r = Row::new(table, line, mode);
     if kind.per_thread {
         // `%u  %16s`: tid, then the comm (which may hold spaces)
         let Some((tid, comm)) = toks.split_first() else {

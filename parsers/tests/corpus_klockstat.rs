@@ -45,7 +45,12 @@ fn corpus_klockstat_every_file_is_detected_and_parses() {
         let p = parse(&name);
         assert!(!p.tables.is_empty(), "{name}");
         for t in &p.tables {
-            assert_eq!(t.header.mode, Mode::Klockstat);
+            let want = if name.contains("per-thread") {
+                Mode::Task
+            } else {
+                Mode::Klockstat
+            };
+            assert_eq!(t.header.mode, want, "{name}");
             assert!(!t.rows.is_empty(), "{name}#{}", t.header.index);
         }
         n += 1;

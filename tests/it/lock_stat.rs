@@ -164,6 +164,14 @@ fn klockstat_diff_of_two_runs_matches_callers() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["pid"], 8428);
     assert_eq!(v[0]["comm"], "IPDL Background");
+    assert_eq!(v[0]["kind"], "task", "-P rows are tasks, like perf's -t");
+    let o = lockcast(&["report", &format!("{KLOCK_P}#1")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("5 rows, 5 groups by comm"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
