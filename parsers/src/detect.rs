@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::event::{Event, EventRead};
 use crate::lines::ReaderOptions;
-use crate::{ftrace, perf_data, perf_lock, perf_report, perf_script};
+use crate::{ftrace, klockstat, lock_stat, perf_data, perf_lock, perf_report, perf_script};
 
 /// How many lines detection may look at before giving up.
 pub const SNIFF_LINES: usize = 2000;
@@ -37,6 +37,10 @@ pub enum Format {
     PerfReport,
     /// A `perf.data` file from `perf record` (file or pipe mode).
     PerfData,
+    /// `/proc/lock_stat` (`CONFIG_LOCK_STAT`), possibly inside a mail.
+    LockStat,
+    /// `klockstat` (bcc or libbpf-tools).
+    Klockstat,
 }
 
 /// What an input of a format holds.
@@ -124,6 +128,28 @@ pub const FORMATS: &[FormatInfo] = &[
         call_chains: false,
     },
     FormatInfo {
+        format: Format::LockStat,
+        name: "lock-stat",
+        help: "/proc/lock_stat (lock classes with wait and hold times), also inside a mail",
+        content: Content::LockTables,
+        magic: None,
+        sniff: Some(lock_stat::sniff),
+        open_events: None,
+        starts_record: None,
+        call_chains: false,
+    },
+    FormatInfo {
+        format: Format::Klockstat,
+        name: "klockstat",
+        help: "klockstat from bcc (raw ns) or libbpf-tools (times with units): acquire and hold tables",
+        content: Content::LockTables,
+        magic: None,
+        sniff: Some(klockstat::sniff),
+        open_events: None,
+        starts_record: None,
+        call_chains: false,
+    },
+    FormatInfo {
         format: Format::PerfReport,
         name: "perf-report",
         help: "perf report --stdio (the callgraph table)",
@@ -192,6 +218,20 @@ impl Format {
     /// What its inputs hold.
     pub fn content(self) -> Content {
         self.info().content
+    }
+
+    /// Read a whole input of a [`Content::LockTables`] format into its tables (`perf lock`
+    /// text for every other format, which the caller never passes).
+    pub fn parse_tables<R: BufRead>(
+        self,
+        r: R,
+        opts: &ReaderOptions,
+    ) -> Result<perf_lock::Parsed, Error> {
+        match self {
+            Format::LockStat => lock_stat::parse_all(r, opts),
+            Format::Klockstat => klockstat::parse_all(r, opts),
+            _ => perf_lock::parse_all(r, opts),
+        }
     }
 
     /// Open an event reader over `r`; `None` when the format holds no events.
@@ -283,6 +323,8 @@ mod tests {
             Format::PerfScript,
             Format::PerfReport,
             Format::PerfData,
+            Format::LockStat,
+            Format::Klockstat,
         ] {
             let rows: Vec<_> = FORMATS.iter().filter(|i| i.format == f).collect();
             assert_eq!(rows.len(), 1, "{f:?}");

@@ -1,6 +1,7 @@
 //! Streaming parsers for the text that Linux tracing tools print: `perf lock`
-//! report/contention/info tables (also pasted inside mails), raw ftrace text, `trace-cmd report`,
-//! `perf script` and `perf report --stdio` call graphs.
+//! report/contention/info tables (also pasted inside mails), `/proc/lock_stat` and `klockstat`
+//! tables, raw ftrace text, `trace-cmd report`, `perf script` and `perf report --stdio` call
+//! graphs.
 //!
 //! Every format module has the same shape: a `Reader<R: BufRead>` that yields typed records one
 //! at a time (never holding the whole input), `Options` with documented defaults, and a `sniff`
@@ -22,7 +23,9 @@ pub mod detect;
 pub mod error;
 pub mod event;
 pub mod ftrace;
+pub mod klockstat;
 pub mod lines;
+pub mod lock_stat;
 pub mod payload;
 pub mod perf_data;
 pub mod perf_lock;

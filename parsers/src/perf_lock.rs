@@ -93,6 +93,11 @@ pub enum Mode {
     InfoThread,
     /// `perf lock info -m`: `Address of instance: name of class`.
     InfoMap,
+    /// `/proc/lock_stat`: one row per lock class (and read/write state), with hold times
+    /// ([`crate::lock_stat`]).
+    LockStat,
+    /// `klockstat` (bcc or libbpf-tools): one row per caller or lock ([`crate::klockstat`]).
+    Klockstat,
 }
 
 impl Mode {
@@ -106,6 +111,8 @@ impl Mode {
             Mode::Cgroup => "cgroup",
             Mode::InfoThread => "info_thread",
             Mode::InfoMap => "info_map",
+            Mode::LockStat => "lock_stat",
+            Mode::Klockstat => "klockstat",
         }
     }
 }
@@ -125,6 +132,15 @@ pub enum Style {
     },
     /// `perf lock info`: no values.
     Info,
+    /// `/proc/lock_stat`: µs with two decimals (`%lld.%02d` of ns + 5), under the version
+    /// line's number (`0.3`: no `-avg` columns, `0.4`: with them).
+    LockStat {
+        /// The `lock_stat version` number, or the one the columns imply when the line is
+        /// missing.
+        version: String,
+    },
+    /// `klockstat`: bcc's raw ns, or libbpf-tools' times with a unit.
+    Klockstat,
 }
 
 /// A table header: the start of a block.
@@ -196,10 +212,65 @@ pub struct Row {
     pub min_wait: Option<TimeNs>,
     /// `-v` call stack, innermost first.
     pub stack: Vec<StackFrame>,
+    /// Hold times and bounces (`/proc/lock_stat`, klockstat's hold table); `None` for the
+    /// other tools, which do not measure them.
+    pub hold: Option<Hold>,
+    /// `/proc/lock_stat`: the read/write state the row counts (`W` or `R`, from the `-W:` /
+    /// `-R:` suffix); `None` for a lock taken one way only.
+    pub rw: Option<String>,
+    /// `/proc/lock_stat` contention points (who waited) and contending points (who held the
+    /// lock meanwhile), in printed order.
+    pub points: Vec<CallPoint>,
+}
+
+/// Hold-time statistics of a row (`/proc/lock_stat` columns `acq-bounces` .. `holdtime-avg`,
+/// `con-bounces`; klockstat's `Avg Hold` table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Hold {
+    /// `con-bounces`: contentions that involved cross-CPU data.
+    pub con_bounces: Option<u64>,
+    /// `acq-bounces`: acquisitions that involved cross-CPU data.
+    pub acq_bounces: Option<u64>,
+    /// Shortest hold.
+    pub min: Option<TimeNs>,
+    /// Longest hold.
+    pub max: Option<TimeNs>,
+    /// Total hold time.
+    pub total: Option<TimeNs>,
+    /// Average hold (printed by lock_stat 0.4 and klockstat).
+    pub avg: Option<TimeNs>,
+    /// Acquisitions counted by the hold table (klockstat prints its own `Count`).
+    pub count: Option<u64>,
+}
+
+/// Which list of `/proc/lock_stat` call sites a point is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointKind {
+    /// The first block: call sites that had to wait for the lock.
+    Contention,
+    /// The second block: call sites holding the lock that the waiters contended with.
+    Contending,
+}
+
+/// One `name count [<ip>] sym+off/len` line under a `/proc/lock_stat` class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallPoint {
+    /// Which block.
+    pub kind: PointKind,
+    /// Contentions counted at this call site.
+    pub count: u64,
+    /// The `[<ip>]` address (hashed by `%p` on kernels since 4.15).
+    pub addr: Option<u64>,
+    /// `sym+0xoff/0xlen` as printed.
+    pub symbol: String,
+    /// Line of the point (its first line when a mail wrapped it).
+    pub line: u64,
 }
 
 impl Row {
-    fn new(table: u32, line: u64, mode: Mode) -> Self {
+    /// An empty row of `mode` at `line` of table `table` (other formats' readers fill it in).
+    pub(crate) fn new(table: u32, line: u64, mode: Mode) -> Self {
         Row {
             table,
             line,
@@ -220,6 +291,9 @@ impl Row {
             max_wait: None,
             min_wait: None,
             stack: Vec::new(),
+            hold: None,
+            rw: None,
+            points: Vec::new(),
         }
     }
 
@@ -380,6 +454,9 @@ pub struct Reader<R> {
     first_line: Option<String>,
     diagnostics: Diagnostics,
     done: bool,
+    /// The header of the last table: the `-o -v` owner stack section repeats its layout
+    /// without printing it again.
+    last_header: Option<TableHeader>,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -398,6 +475,7 @@ impl<R: BufRead> Reader<R> {
             first_line: None,
             diagnostics: Diagnostics::default(),
             done: false,
+            last_header: None,
         }
     }
 
@@ -512,9 +590,28 @@ impl<R: BufRead> Reader<R> {
                 style,
                 owner,
             };
+            self.last_header = Some(header.clone());
             self.out.push_back(Item::Table(header.clone()));
             self.state = State::InTable { header, rows: 0 };
             return Ok(());
+        }
+        if is_owner_banner(text) {
+            // perf 6.15+ `-o -v`: the owners' stacks, in the waiters' table layout (builtin-lock.c
+            // `print_contention_result`); a table of its own so it is never summed with them
+            if let Some(prev) = self.last_header.clone() {
+                self.tables += 1;
+                let header = TableHeader {
+                    index: self.tables,
+                    line: line_no,
+                    label: Some("owner stack trace".to_string()),
+                    owner: true,
+                    ..prev
+                };
+                self.label = None;
+                self.out.push_back(Item::Table(header.clone()));
+                self.state = State::InTable { header, rows: 0 };
+                return Ok(());
+            }
         }
         if is_banner(text) {
             self.state = State::InFooter(Footer {
@@ -594,6 +691,15 @@ impl<R: BufRead> Reader<R> {
                     line_text: cut(text, 120),
                 });
             }
+        }
+        if text.trim() == "..." && rows > 0 {
+            // a mail's elision: the poster cut the table here (perf never prints the line)
+            self.diagnostics.notes.push(format!(
+                "line {line_no}: the table of line {} was cut by its poster (`...`)",
+                header.line
+            ));
+            self.finish_state();
+            return Ok(());
         }
         match parse_row(&header, line_no, text) {
             Ok(row) => {
@@ -730,7 +836,17 @@ impl<R: BufRead> Reader<R> {
 
 /// A line that begins a new block: a table header, a debug banner or a CSV debug footer.
 fn starts_block(line: &str) -> bool {
-    parse_header(line).is_some() || is_banner(line) || parse_csv_footer(line).is_some()
+    parse_header(line).is_some()
+        || is_banner(line)
+        || is_owner_banner(line)
+        || parse_csv_footer(line).is_some()
+}
+
+/// `=== owner stack trace ===` (or `# owner stack trace:` with `-x`), printed by perf 6.15+
+/// before the lock owners' stacks of `perf lock contention -o -v`.
+fn is_owner_banner(line: &str) -> bool {
+    let t = line.trim();
+    t == "=== owner stack trace ===" || t == "# owner stack trace:"
 }
 
 fn is_banner(line: &str) -> bool {
@@ -949,7 +1065,7 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             parse_info_row(header.mode, text, &mut row)?;
             return Ok(row);
         }
-        Style::Units | Style::RawNs => {}
+        Style::Units | Style::RawNs | Style::LockStat { .. } | Style::Klockstat => {}
     }
     let toks = tokens(text);
     let units = header.style == Style::Units;
@@ -1056,7 +1172,8 @@ fn parse_row(header: &TableHeader, line_no: u64, text: &str) -> Result<Row, Line
             }
             row.cgroup = Some(cg.to_string());
         }
-        Mode::Lock | Mode::InfoThread | Mode::InfoMap => {}
+        // the other formats' modes never reach this parser
+        Mode::Lock | Mode::InfoThread | Mode::InfoMap | Mode::LockStat | Mode::Klockstat => {}
     }
     Ok(row)
 }

@@ -184,6 +184,18 @@ fn key_of(r: &StatRow) -> (Option<String>, &'static str) {
             "symbol (address when blank)",
         ),
         "cgroup" => (r.cgroup.clone(), "cgroup"),
+        // a class taken both ways has a -W and a -R row: each is matched with its own kind
+        "lock_stat" => (
+            r.name.as_ref().map(|n| match &r.rw {
+                Some(rw) => format!("{n}-{rw}"),
+                None => n.clone(),
+            }),
+            "class name (-W/-R)",
+        ),
+        "klockstat" => (
+            r.caller.clone().or_else(|| r.comm.clone()),
+            "caller (comm with -P)",
+        ),
         _ => (r.name.clone(), "name"),
     }
 }

@@ -37,7 +37,7 @@ impl By {
     /// The natural grouping of a table kind (`lock_stats.kind`).
     pub fn natural(kind: &str) -> By {
         match kind {
-            "caller" => By::Caller,
+            "caller" | "klockstat" => By::Caller,
             "task" | "info_thread" => By::Thread,
             _ => By::Lock,
         }

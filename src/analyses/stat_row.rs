@@ -52,6 +52,12 @@ pub struct StatRow {
     pub max_wait_ns: Option<u64>,
     /// Minimum wait, ns.
     pub min_wait_ns: Option<u64>,
+    /// Total hold time, ns (tools that measure holds: `/proc/lock_stat`, klockstat hold tables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_total_ns: Option<u64>,
+    /// `/proc/lock_stat` read/write state (`W`, `R`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rw: Option<String>,
 }
 
 /// One of a row's counts or waits, picked out of it (`|r| r.contended`).
@@ -117,5 +123,16 @@ pub fn rows(df: &DataFrame) -> Result<Vec<StatRow>> {
         })
         .collect();
     read_values(df, &mut rows)?;
+    // aggregations of lock_stats keep only some columns
+    if df.column(c::HOLD_TOTAL_NS).is_ok() {
+        for (r, v) in rows.iter_mut().zip(u64s(df, c::HOLD_TOTAL_NS)?) {
+            r.hold_total_ns = v;
+        }
+    }
+    if df.column(c::RW).is_ok() {
+        for (r, v) in rows.iter_mut().zip(strs(df, c::RW)?) {
+            r.rw = v;
+        }
+    }
     Ok(rows)
 }

@@ -118,7 +118,9 @@ impl Opened {
         let ro = self.opts.reader();
         Ok(match self.format.content() {
             Content::LockTables => Capture::LockTables(
-                perf_lock::parse_all(self.reader, &ro).map_err(|e| Error::parse(&path, e))?,
+                self.format
+                    .parse_tables(self.reader, &ro)
+                    .map_err(|e| Error::parse(&path, e))?,
             ),
             Content::Events if self.format == Format::PerfData => {
                 Capture::Events(Box::new(perf_data_reader(self.reader, &self.opts)?))

@@ -298,8 +298,12 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
         let p = &l.parsed;
         writeln!(
             out,
-            "{}: perf lock, {} table(s), {} row(s), {} line(s) read",
+            "{}: {}, {} table(s), {} row(s), {} line(s) read",
             l.spec.display(),
+            match l.format {
+                lockcast_parsers::detect::Format::PerfLock => "perf lock",
+                f => f.as_str(),
+            },
             p.tables.len(),
             p.tables.iter().map(|t| t.rows.len()).sum::<usize>(),
             p.lines

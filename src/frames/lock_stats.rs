@@ -2,7 +2,7 @@
 
 use polars::prelude::*;
 
-use lockcast_parsers::perf_lock::{Parsed, Row, Table};
+use lockcast_parsers::perf_lock::{Hold, Parsed, PointKind, Row, Table};
 use lockcast_parsers::time::TimeNs;
 
 use super::schema::lock_stats as c;
@@ -63,6 +63,29 @@ struct Builder {
     /// `-v` call stacks, one list per row. A list builder, not a `Series` per row: a table of
     /// 10 million rows (mostly without stacks) would spend gigabytes on per-row Series.
     stack: Option<ListStringChunkedBuilder>,
+    rw: Vec<Option<String>>,
+    /// con_bounces, acq_bounces, hold min/max/total/avg, hold_total_err.
+    hold: [Vec<Option<u64>>; 7],
+    /// contention and contending points: symbols and counts.
+    points: Option<PointLists>,
+}
+
+struct PointLists {
+    syms: [ListStringChunkedBuilder; 2],
+    counts: [ListPrimitiveChunkedBuilder<UInt64Type>; 2],
+}
+
+impl PointLists {
+    fn new() -> Self {
+        let s = |n: &str| ListStringChunkedBuilder::new(n.into(), 0, 0);
+        let n = |n: &str| {
+            ListPrimitiveChunkedBuilder::<UInt64Type>::new(n.into(), 0, 0, DataType::UInt64)
+        };
+        PointLists {
+            syms: [s(c::CONTENTION_POINTS), s(c::CONTENDING_POINTS)],
+            counts: [n(c::CONTENTION_POINT_COUNTS), n(c::CONTENDING_POINT_COUNTS)],
+        }
+    }
 }
 
 impl Builder {
@@ -89,6 +112,45 @@ impl Builder {
             self.errs[i].push(t.map(|t| t.err_ns));
         }
         self.push_stack(r.stack.iter().map(|f| f.symbol.as_str()));
+        self.rw.push(r.rw.clone());
+        self.push_hold(r.hold.as_ref());
+        let pts = self.points.get_or_insert_with(PointLists::new);
+        for (i, kind) in [PointKind::Contention, PointKind::Contending]
+            .into_iter()
+            .enumerate()
+        {
+            let of = || r.points.iter().filter(move |p| p.kind == kind);
+            pts.syms[i].append_values_iter(of().map(|p| p.symbol.as_str()));
+            pts.counts[i].append_slice(&of().map(|p| p.count).collect::<Vec<u64>>());
+        }
+    }
+
+    fn push_hold(&mut self, h: Option<&Hold>) {
+        let t = |v: Option<lockcast_parsers::time::TimeNs>| v.map(|t| t.ns);
+        let vals = match h {
+            None => [None; 7],
+            Some(h) => [
+                h.con_bounces,
+                h.acq_bounces,
+                t(h.min),
+                t(h.max),
+                t(h.total),
+                t(h.avg),
+                h.total.map(|t| t.err_ns),
+            ],
+        };
+        for (col, v) in self.hold.iter_mut().zip(vals) {
+            col.push(v);
+        }
+    }
+
+    /// Rows without points (every tool but lock_stat) still need their empty lists.
+    fn push_no_points(&mut self) {
+        let pts = self.points.get_or_insert_with(PointLists::new);
+        for i in 0..2 {
+            pts.syms[i].append_values_iter(std::iter::empty());
+            pts.counts[i].append_slice(&[]);
+        }
     }
 
     fn push_stack<'a>(&mut self, frames: impl Iterator<Item = &'a str>) {
@@ -105,6 +167,16 @@ impl Builder {
             None => Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String))),
             Some(mut b) => b.finish().into_series(),
         };
+        let mut pts = self.points.unwrap_or_else(PointLists::new);
+        let [s0, s1] = &mut pts.syms;
+        let [n0, n1] = &mut pts.counts;
+        let point_cols: Vec<Column> = vec![
+            s0.finish().into_series().into(),
+            n0.finish().into_series().into(),
+            s1.finish().into_series().into(),
+            n1.finish().into_series().into(),
+        ];
+        let [con_b, acq_b, hmin, hmax, htot, havg, htot_e] = self.hold;
         let cols: Vec<Column> = vec![
             Column::new(c::SOURCE.into(), self.source),
             Column::new(c::BLOCK.into(), self.block),
@@ -131,7 +203,17 @@ impl Builder {
             Column::new(c::MAX_WAIT_ERR_NS.into(), max_e),
             Column::new(c::MIN_WAIT_ERR_NS.into(), min_e),
             stack.into(),
+            Column::new(c::RW.into(), self.rw),
+            Column::new(c::CON_BOUNCES.into(), con_b),
+            Column::new(c::ACQ_BOUNCES.into(), acq_b),
+            Column::new(c::HOLD_MIN_NS.into(), hmin),
+            Column::new(c::HOLD_MAX_NS.into(), hmax),
+            Column::new(c::HOLD_TOTAL_NS.into(), htot),
+            Column::new(c::HOLD_AVG_NS.into(), havg),
+            Column::new(c::HOLD_TOTAL_ERR_NS.into(), htot_e),
         ];
+        let mut cols = cols;
+        cols.extend(point_cols);
         DataFrame::new(height, cols).map_err(|e| Error::polars("building lock_stats", e))
     }
 }
@@ -252,5 +334,8 @@ impl Builder {
             self.errs[i].push(t.map(|t| t.err_ns));
         }
         self.push_stack(std::iter::empty());
+        self.rw.push(None);
+        self.push_hold(None);
+        self.push_no_points();
     }
 }

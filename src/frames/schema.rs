@@ -59,9 +59,34 @@ pub mod lock_stats {
     pub const MIN_WAIT_ERR_NS: &str = "min_wait_err_ns";
     /// `-v` call stack, innermost first, as `sym+0xoff` (list; joined by `;` in CSV).
     pub const STACK: &str = "stack";
+    /// `/proc/lock_stat` read/write state of the row: `W`, `R` (the `-W:`/`-R:` suffix), or
+    /// null for a class taken one way only and for every other tool.
+    pub const RW: &str = "rw";
+    /// `/proc/lock_stat` `con-bounces`: contentions that involved cross-CPU data.
+    pub const CON_BOUNCES: &str = "con_bounces";
+    /// `/proc/lock_stat` `acq-bounces`: acquisitions that involved cross-CPU data.
+    pub const ACQ_BOUNCES: &str = "acq_bounces";
+    /// Shortest hold, ns (`holdtime-min`); null where the tool does not measure holds (perf lock).
+    pub const HOLD_MIN_NS: &str = "hold_min_ns";
+    /// Longest hold, ns (`holdtime-max`).
+    pub const HOLD_MAX_NS: &str = "hold_max_ns";
+    /// Total hold time, ns (`holdtime-total`).
+    pub const HOLD_TOTAL_NS: &str = "hold_total_ns";
+    /// Average hold, ns (`holdtime-avg`, lock_stat 0.4).
+    pub const HOLD_AVG_NS: &str = "hold_avg_ns";
+    /// Rounding half-width of `hold_total_ns` (5 for lock_stat's `%.2f` µs).
+    pub const HOLD_TOTAL_ERR_NS: &str = "hold_total_err_ns";
+    /// `/proc/lock_stat` contention points (call sites that waited), `sym+0xoff/0xlen` (list).
+    pub const CONTENTION_POINTS: &str = "contention_points";
+    /// Contentions counted at each of `contention_points` (list, same order).
+    pub const CONTENTION_POINT_COUNTS: &str = "contention_point_counts";
+    /// `/proc/lock_stat` contending points (the holders the waiters contended with) (list).
+    pub const CONTENDING_POINTS: &str = "contending_points";
+    /// Contentions counted at each of `contending_points` (list, same order).
+    pub const CONTENDING_POINT_COUNTS: &str = "contending_point_counts";
 
     /// Every column, in order.
-    pub const COLUMNS: [&str; 25] = [
+    pub const COLUMNS: [&str; 37] = [
         SOURCE,
         BLOCK,
         LABEL,
@@ -87,6 +112,18 @@ pub mod lock_stats {
         MAX_WAIT_ERR_NS,
         MIN_WAIT_ERR_NS,
         STACK,
+        RW,
+        CON_BOUNCES,
+        ACQ_BOUNCES,
+        HOLD_MIN_NS,
+        HOLD_MAX_NS,
+        HOLD_TOTAL_NS,
+        HOLD_AVG_NS,
+        HOLD_TOTAL_ERR_NS,
+        CONTENTION_POINTS,
+        CONTENTION_POINT_COUNTS,
+        CONTENDING_POINTS,
+        CONTENDING_POINT_COUNTS,
     ];
 }
 

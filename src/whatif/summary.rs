@@ -511,6 +511,30 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
     let k_today = folios_per_drain_today(order);
     let mut params = BTreeMap::new();
     let mut notes = Vec::new();
+    // A table that measured holds (/proc/lock_stat, klockstat) gives the hold directly: a
+    // perf lock table cannot tell think time from hold time, so there it is solved from the
+    // average wait. lock_stat's mean is over every acquisition (adds and frees alike).
+    let table_hold = match (row.hold_total_ns, row.acquired) {
+        (Some(h), Some(a)) if a > 0 => Some(h as f64 / a as f64),
+        _ => None,
+    };
+    let hold_ns = match (p.hold_ns, table_hold) {
+        (Some(h), _) => Some(h),
+        (None, Some(h)) if h > s1_ns => {
+            notes.push(format!(
+                "hold_ns = {h:.0} ns from the table's measured hold (total hold / acquisitions)"
+            ));
+            Some(h)
+        }
+        (None, Some(h)) => {
+            notes.push(format!(
+                "the table's mean hold {h:.0} ns is not longer than s1_ns = {s1_ns} ns: not used, \
+                 the hold is solved from the average wait"
+            ));
+            None
+        }
+        (None, None) => None,
+    };
     // where the acquisitions come from: given, the table (a lockdep kernel counts every
     // acquisition, so acquired > contended), or the run time
     let (acq, acq_source) = match (p.acquisitions, row.acquired) {
@@ -568,7 +592,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
     if let Some(d) = p.duration_s {
         params.insert("duration_s".into(), d.to_string());
     }
-    if let Some(h) = p.hold_ns {
+    if let Some(h) = hold_ns {
         params.insert("hold_ns".into(), h.to_string());
     }
     let base = |point: Point, sweep: Vec<Point>, acquisitions: Option<f64>, notes: Vec<String>| {
@@ -650,7 +674,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         }
     }
     let point_of = |k: u32, load: Load, s1: f64| -> std::result::Result<(Point, Fit), String> {
-        let fit = fit(cpus, bare_metal, load, avg_wait, s1, f_given, p.hold_ns)?;
+        let fit = fit(cpus, bare_metal, load, avg_wait, s1, f_given, hold_ns)?;
         let model = Model {
             n: cpus,
             phi: 1.0 / 32.0,

@@ -272,7 +272,7 @@ fn cli_every_perf_lock_corpus_file_parses() {
         "{s}"
     );
     assert!(
-        s.trim_end().ends_with("lock_stats: 204 rows x 25 columns"),
+        s.trim_end().ends_with("lock_stats: 204 rows x 37 columns"),
         "{s}"
     );
 }

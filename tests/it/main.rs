@@ -13,6 +13,7 @@ mod golden;
 mod ingest;
 mod lazyfree;
 mod limits;
+mod lock_stat;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
