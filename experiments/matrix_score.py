@@ -17,7 +17,7 @@ file), the score reruns with `--observation paravirt`, as its message tells the 
 
 Writes experiments/results/matrix.md, matrix-captures.csv and matrix-pairs.csv.
 
-usage: experiments/matrix_score.py [--dir /var/tmp/lockcast-matrix] [--lockcast BIN] [--jobs 2] [--out DIR]
+usage: experiments/matrix_score.py [--dir /var/tmp/lockcast-matrix] [--lockcast BIN] [--jobs 2] [--out DIR] [--no-pairs]
 """
 import argparse
 import concurrent.futures as cf
@@ -167,6 +167,7 @@ def main():
     ap.add_argument("--lockcast")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=RESULTS, help="results directory (default experiments/results)")
+    ap.add_argument("--no-pairs", action="store_true", help="only the no-change replay of each capture")
     a = ap.parse_args()
     binary = a.lockcast or find_lockcast()
     dirs = sorted(os.path.join(a.dir, d) for d in os.listdir(a.dir)
@@ -178,7 +179,7 @@ def main():
         f = factors(d)
         by_group.setdefault(group_key(f), {})[f["size"]] = d
     jobs = []
-    for g, sizes in by_group.items():
+    for g, sizes in ({} if a.no_pairs else by_group).items():
         for sb, base in sizes.items():
             for stg, after in sizes.items():
                 if sb != stg:
