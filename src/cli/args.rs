@@ -60,10 +60,22 @@ pub enum Command {
     #[command(after_help = "Examples:
   lockcast diff base/contention.txt patched/contention.txt
   lockcast diff mail.txt#1 mail.txt#2 --json
+  lockcast diff --base fixtures/captures/micro-16K-r{1,2,3}/contention.txt \\
+                --patched fixtures/captures/micro-4K-r{1,2,3}/contention.txt
 
 Ratios are base / patched (8.11x = the patch cut it 8.11-fold). Rows are matched on name,
 caller+type, comm, symbol or cgroup; repeated and blank keys are paired by rank in perf's sort
-order, and the `match` column says which rows were paired that way.")]
+order, and the `match` column says which rows were paired that way.
+
+Repeated runs (--base B1 B2 ... --patched P1 P2 ...): rows are those of B1, found in every other
+run by the same matching. Per row and metric: the median of each side with its min-max, the
+ratio of medians, and its 95% interval from a seeded percentile bootstrap over runs (runs
+resampled with replacement on each side). With 3 runs per side that interval is exactly
+[base min / patched max, base max / patched min]. Verdict:
+  reduction   the whole interval is above 1 and the patched max is below the base min
+  regression  the whole interval is below 1 and the patched min is above the base max
+  noise       anything else: within run-to-run noise
+  too few runs  a side has the row in fewer than 2 runs")]
     Diff(DiffArgs),
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
@@ -448,9 +460,23 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// Base capture (`path#N` picks a table).
-    pub base: String,
+    #[arg(required_unless_present = "base_runs", conflicts_with_all = ["base_runs", "patched_runs"])]
+    pub base: Option<String>,
     /// Patched capture (`path#N` picks a table).
-    pub patched: String,
+    #[arg(required_unless_present = "base_runs")]
+    pub patched: Option<String>,
+    /// Repeated runs of the base, one table each (with --patched; replaces BASE PATCHED).
+    #[arg(long = "base", value_name = "B", num_args = 1.., requires = "patched_runs")]
+    pub base_runs: Vec<String>,
+    /// Repeated runs of the patched kernel, one table each.
+    #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
+    pub patched_runs: Vec<String>,
+    /// Repeated runs: bootstrap replicates of the ratio's 95% interval.
+    #[arg(long, default_value_t = lockcast::analyses::ab_runs::DEFAULT_REPLICATES)]
+    pub bootstrap: usize,
+    /// Repeated runs: seed of the bootstrap (same seed, same interval).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     #[command(flatten)]
     pub input: InputOpts,
     /// Rows shown (all rows are in json and csv).
@@ -507,8 +533,14 @@ pub struct PlotArgs {
     pub kind: PlotKind,
     /// Inputs: `ab` BASE PATCHED (perf lock tables, `path#N`, or traces); `waits` TRACE...;
     /// `timeline` TRACE; `whatif` FILE.json (`-` = stdin).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "base_runs")]
     pub inputs: Vec<String>,
+    /// ab over repeated runs: the base runs (with --patched; bars = medians, whiskers = min-max).
+    #[arg(long = "base", value_name = "B", num_args = 1.., requires = "patched_runs", conflicts_with = "inputs")]
+    pub base_runs: Vec<String>,
+    /// ab over repeated runs: the patched runs.
+    #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
+    pub patched_runs: Vec<String>,
     #[command(flatten)]
     pub input: InputOpts,
     /// Output image: the extension picks the format (`.png` or `.svg`).
@@ -550,9 +582,12 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 pub const PLOT_HELP: &str = "Examples:
   lockcast plot ab fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt -o ab.png
   lockcast plot ab mail.txt#1 mail.txt#2 --label 'w/o patch' --label 'w/ patch' -o ab.svg
+  lockcast plot ab --base fixtures/captures/micro-16K-r{1,2,3}/contention.txt \\
+                  --patched fixtures/captures/micro-4K-r{1,2,3}/contention.txt -o ab-runs.png
   lockcast plot waits fixtures/replay/micro-16K-r1/script-ns.txt.gz fixtures/replay/micro-4K-r1/script-ns.txt.gz -o waits.png
   lockcast plot timeline fixtures/traces/micro-16K-g/script-ns.txt.gz -o timeline.png
   lockcast whatif lru-cache CAPTURE --json | lockcast plot whatif - -o whatif.png
 
 The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
 font packages are needed.";
+

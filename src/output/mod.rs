@@ -1,6 +1,7 @@
 //! Writing tables: CSV / Parquet / JSON files (atomically: a failed run leaves no half-written
 //! file), and text tables for terminals and mail.
 
+pub mod ab_runs;
 pub mod formats;
 pub mod perf_text;
 pub mod render;

@@ -1,5 +1,6 @@
 //! The one integration-test target (every extra target would link polars again).
 
+mod ab_runs;
 mod captures;
 mod cli;
 mod common;
