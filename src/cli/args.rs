@@ -88,6 +88,8 @@ resampled with replacement on each side). With 3 runs per side that interval is 
     /// Check a prediction: replay BASE through POLICY and compare with what AFTER measured.
     #[command(after_help = VALIDATE_HELP)]
     Validate(ValidateArgs),
+    /// Export a capture for a trace viewer (perfetto: Chrome trace-event JSON).
+    Export(ExportArgs),
     /// Record the capture a what-if policy needs (root): untraced run, events, lock-only run, meta.
     #[command(after_help = RECORD_HELP)]
     Record(RecordArgs),
@@ -591,3 +593,47 @@ pub const PLOT_HELP: &str = "Examples:
 The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
 font packages are needed.";
 
+/// `lockcast export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[command(subcommand)]
+    pub kind: ExportKind,
+}
+
+/// Export formats.
+#[derive(Debug, Subcommand)]
+pub enum ExportKind {
+    /// Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing: per CPU the
+    /// reconstructed lru_lock holds and the traced waits as slices, other events as instants.
+    #[command(after_help = PERFETTO_HELP)]
+    Perfetto(PerfettoArgs),
+}
+
+/// `lockcast export perfetto`.
+#[derive(Debug, Args)]
+pub struct PerfettoArgs {
+    /// Event trace (perf script --ns, ftrace, trace-cmd report, perf.data; as for `whatif`).
+    pub capture: String,
+    /// Output file (.json).
+    #[arg(short, long, value_name = "FILE.json")]
+    pub output: PathBuf,
+    /// Lock to treat as lru_lock, address as printed (default: detected).
+    #[arg(long)]
+    pub lock: Option<String>,
+    #[command(flatten)]
+    pub input: InputOpts,
+}
+
+const PERFETTO_HELP: &str = "\
+Tracks, per CPU: `CPU n lru_lock holds` (one slice per hold the what-if replay reconstructs,
+with its folios, pages and path) and `CPU n waits` (one slice per traced wait on any lock, with
+lock, type, caller and task, as `report` counts them); a second lane `(2)` takes slices that
+would overlap. Per task (named by its comm): mm_page_alloc, mm_lru_insertion, mm_page_free and
+discarding madvise/munmap as instants. ts/dur are µs with 3 decimals: every ns is kept.
+
+Open the file at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load).
+
+Examples:
+  lockcast export perfetto fixtures/replay/micro-16K-r1/script-ns.txt.gz -o micro-16K.json
+  lockcast export perfetto perf.data -o trace.json --kallsyms kallsyms.txt";

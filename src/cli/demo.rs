@@ -83,6 +83,16 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     json("diff-16K-vs-4K.json", &cap_diff)?;
     let mut plots = super::plot::demo_plots(fixtures, out, &cap_diff)?;
     plots.extend(runs_files);
+    let (n, _) = super::export::perfetto_file(
+        &f("replay/micro-16K-r1/script-ns.txt.gz"),
+        None,
+        &opts,
+        &out.join("perfetto-16K.json"),
+    )?;
+    plots.push(format!(
+        "perfetto-16K.json ({} lru_lock holds, {} waits; open at ui.perfetto.dev)",
+        n.holds, n.waits
+    ));
     drop(stdout);
     plots.extend(whatif_demo(fixtures, out)?);
     let mut stdout = io::stdout().lock();

@@ -3,6 +3,7 @@
 
 mod args;
 mod demo;
+mod export;
 mod parse;
 mod plot;
 mod record;
@@ -29,6 +30,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Validate(a) => whatif::validate(a),
         Command::Plot(a) => plot::plot(a),
         Command::Record(a) => record::run(a),
+        Command::Export(a) => export::run(a),
     }
 }
 

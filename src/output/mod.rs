@@ -4,6 +4,7 @@
 pub mod ab_runs;
 pub mod formats;
 pub mod perf_text;
+pub mod perfetto;
 pub mod render;
 pub mod sheet;
 pub mod stream;

@@ -15,6 +15,7 @@ mod limits;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
+mod perfetto;
 mod plots;
 mod record;
 mod seed;
