@@ -621,6 +621,16 @@ pub struct PerfettoArgs {
     /// Lock to treat as lru_lock, address as printed (default: detected).
     #[arg(long)]
     pub lock: Option<String>,
+    /// Add the replay of the capture through this what-if policy as a second process
+    /// (`lockcast whatif --help` lists them).
+    #[arg(long, value_name = "POLICY")]
+    pub whatif: Option<String>,
+    /// Policy parameter for --whatif (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "whatif")]
+    pub set: Vec<String>,
+    /// Observation rule for --whatif (default: from the capture's call chains or meta file).
+    #[arg(long, value_enum, requires = "whatif")]
+    pub observation: Option<ObservationArg>,
     #[command(flatten)]
     pub input: InputOpts,
 }
@@ -631,9 +641,13 @@ with its folios, pages and path) and `CPU n waits` (one slice per traced wait on
 lock, type, caller and task, as `report` counts them); a second lane `(2)` takes slices that
 would overlap. Per task (named by its comm): mm_page_alloc, mm_lru_insertion, mm_page_free and
 discarding madvise/munmap as instants. ts/dur are µs with 3 decimals: every ns is kept.
+--whatif POLICY [--set k=v] adds the replay of the capture through POLICY as a second process
+(`predicted: POLICY`): per CPU the holds it granted and the waits of requests that found the
+lock taken, at the replay's times, below the measured one.
 
 Open the file at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load).
 
 Examples:
   lockcast export perfetto fixtures/replay/micro-16K-r1/script-ns.txt.gz -o micro-16K.json
+  lockcast export perfetto fixtures/replay/micro-16K-r1/script-ns.txt.gz -o rfc.json --whatif lru-cache
   lockcast export perfetto perf.data -o trace.json --kallsyms kallsyms.txt";

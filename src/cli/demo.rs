@@ -86,6 +86,7 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     let (n, _) = super::export::perfetto_file(
         &f("replay/micro-16K-r1/script-ns.txt.gz"),
         None,
+        None,
         &opts,
         &out.join("perfetto-16K.json"),
     )?;

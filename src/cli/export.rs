@@ -7,16 +7,34 @@ use anyhow::Result;
 
 use lockcast::capture::load;
 use lockcast::output::{perfetto, write};
-use lockcast::whatif::{reconstruct, trace};
+use lockcast::whatif::trace::Observation;
+use lockcast::whatif::{self, params, reconstruct, registry, trace};
 use lockcast::Error;
 
-use super::args::{ExportArgs, ExportKind};
+use super::args::{ExportArgs, ExportKind, ObservationArg};
 
 /// Run `lockcast export`.
 pub fn run(a: ExportArgs) -> Result<()> {
     match a.kind {
         ExportKind::Perfetto(p) => {
-            let (n, lock) = perfetto_file(&p.capture, p.lock.clone(), &p.input.open(), &p.output)?;
+            let whatif = match &p.whatif {
+                Some(name) => Some(Whatif {
+                    policy: name.clone(),
+                    set: params::pairs(&p.set)?,
+                    observation: p.observation.map(|o| match o {
+                        ObservationArg::Paravirt => Observation::Paravirt,
+                        ObservationArg::BareMetal => Observation::BareMetal,
+                    }),
+                }),
+                None => None,
+            };
+            let (n, lock) = perfetto_file(
+                &p.capture,
+                p.lock.clone(),
+                whatif.as_ref(),
+                &p.input.open(),
+                &p.output,
+            )?;
             eprintln!(
                 "lockcast: wrote {} ({} lru_lock holds on {lock}, {} traced waits, {} other events, {} tracks); \
                  open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing",
@@ -31,33 +49,55 @@ pub fn run(a: ExportArgs) -> Result<()> {
     }
 }
 
+/// `--whatif`: the policy to replay the capture through.
+pub(super) struct Whatif {
+    policy: String,
+    set: params::Set,
+    observation: Option<Observation>,
+}
+
 /// Write the Perfetto JSON of `capture` to `output`; what went in and the lock taken as
 /// `lru_lock`. Also the demo's.
 pub(super) fn perfetto_file(
     capture: &str,
     lock: Option<String>,
+    whatif: Option<&Whatif>,
     open: &lockcast::capture::OpenOptions,
     output: &Path,
 ) -> Result<(perfetto::Counts, String)> {
     let t = trace::read_with(capture, open)?;
-    let rec = reconstruct::reconstruct(
-        &t,
-        &reconstruct::Options {
-            lock,
-            ..Default::default()
-        },
-    )?;
+    let ropts = reconstruct::Options {
+        lock,
+        ..Default::default()
+    };
+    let rec = reconstruct::reconstruct(&t, &ropts)?;
     let waits = load::load(capture, open)?
         .trace
         .ok_or_else(|| Error::Input(format!("{capture}: expected an event trace")))?;
     let comms = task_names(capture, open)?;
-    let procs = vec![perfetto::measured(
+    let mut procs = vec![perfetto::measured(
         &format!("measured: {capture}"),
         &t,
         &rec,
         &waits.contention,
         &comms,
     )?];
+    if let Some(w) = whatif {
+        let ctx = whatif::context(&t);
+        let policy = registry::make_lock(&w.policy, &w.set, &ctx)?;
+        let o = whatif::Options {
+            reconstruct: ropts,
+            observation: w.observation,
+            ..Default::default()
+        };
+        let (cpus, _, grants) = whatif::timeline::grants(&t, &rec, policy.as_ref(), &ctx, &o)?;
+        procs.push(perfetto::predicted(
+            &format!("predicted: {}", w.policy),
+            &cpus,
+            &grants,
+            &rec.lock_name,
+        ));
+    }
     write::atomic_write(output, |w| {
         let mut buf = std::io::BufWriter::new(w);
         perfetto::write(&mut buf, &procs)

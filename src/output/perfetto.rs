@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use crate::error::Result;
 use crate::frames::schema::contention as c;
 use crate::frames::{i64s, strs, u32s};
+use crate::whatif::des::Grant;
 use crate::whatif::reconstruct::{Reconstruction, Side};
 use crate::whatif::trace::{Kind, Trace};
 
@@ -276,6 +277,70 @@ pub fn measured(
         name: name.to_string(),
         tracks,
     })
+}
+
+/// A what-if replay as a timeline: per CPU the holds the replay granted (grant to release)
+/// and the waits (arrival to grant) of requests that found the lock taken, traced or not
+/// under the observation rule (`traced` in the args; only traced ones count in the totals,
+/// as in `perf lock contention`). `cpus[i]` is the CPU of stream `i`.
+pub fn predicted(name: &str, cpus: &[u32], grants: &[Grant], lock_name: &str) -> Process {
+    let mut holds: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
+    let mut waits: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
+    for g in grants {
+        let cpu = cpus.get(g.cpu).copied().unwrap_or(g.cpu as u32);
+        let r = &g.request;
+        let side = match r.side {
+            Side::Add => "add",
+            Side::Free => "free",
+        };
+        holds.entry(cpu).or_default().push(Slice {
+            name: format!("lru_lock {side}: {} folios", r.folios),
+            cat: "hold",
+            ts_ns: g.grant,
+            dur_ns: g.hold.max(0),
+            args: args([
+                ("side", side.into()),
+                ("folios", r.folios.into()),
+                ("path", r.via.as_str().into()),
+                ("lock", lock_name.into()),
+            ]),
+        });
+        if g.grant > g.arrive {
+            waits.entry(cpu).or_default().push(Slice {
+                name: if g.traced {
+                    "wait (lru_lock)".into()
+                } else {
+                    "wait (lru_lock, untraced)".into()
+                },
+                cat: "wait",
+                ts_ns: g.arrive,
+                dur_ns: g.grant - g.arrive,
+                args: args([
+                    ("lock", lock_name.into()),
+                    ("traced", g.traced.into()),
+                    ("path", r.via.as_str().into()),
+                ]),
+            });
+        }
+    }
+    let mut tracks = Vec::new();
+    let all: std::collections::BTreeSet<u32> = holds.keys().chain(waits.keys()).copied().collect();
+    for cpu in all {
+        push_lanes(
+            &mut tracks,
+            &format!("CPU {cpu} lru_lock holds"),
+            holds.remove(&cpu).unwrap_or_default(),
+        );
+        push_lanes(
+            &mut tracks,
+            &format!("CPU {cpu} waits"),
+            waits.remove(&cpu).unwrap_or_default(),
+        );
+    }
+    Process {
+        name: name.to_string(),
+        tracks,
+    }
 }
 
 /// How many slices of each category and instants `procs` hold.

@@ -198,3 +198,78 @@ fn perfetto_export_of_a_perf_lock_table_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!out.exists());
 }
+
+#[test]
+fn perfetto_whatif_adds_the_replay_as_a_second_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let capture = fixture(CAPTURE).to_string_lossy().into_owned();
+    let o = lockcast(&[
+        "export",
+        "perfetto",
+        &capture,
+        "-o",
+        out.to_str().unwrap(),
+        "--whatif",
+        "baseline",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let procs: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    assert_eq!(procs[1], "predicted: baseline");
+    let of = |pid: u64, cat: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["pid"] == pid && e["cat"] == cat)
+            .collect()
+    };
+    // The baseline replays every measured hold once; its add side holds every inserted folio.
+    assert_eq!(of(2, "hold").len(), of(1, "hold").len());
+    let r = raw();
+    let add: u64 = of(2, "hold")
+        .iter()
+        .filter(|e| e["args"]["side"] == "add")
+        .map(|e| e["args"]["folios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(add, r.per_event["pagemap:mm_lru_insertion"]);
+    // Its traced waits are the contended count `whatif` prints for the same replay.
+    let w = lockcast(&["whatif", "baseline", &capture, "--bootstrap", "0", "--json"]);
+    assert!(w.status.success(), "{}", stderr(&w));
+    let j: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let traced = of(2, "wait")
+        .iter()
+        .filter(|e| e["args"]["traced"] == true)
+        .count() as u64;
+    assert_eq!(
+        traced,
+        j["rows"][0]["predicted"]["contended"].as_u64().unwrap()
+    );
+    // Slices of one predicted track do not overlap (µs floats here: the replay's holds are
+    // whole ns, so a 1e-3 µs slack is below the smallest step).
+    let mut by_track: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
+    for e in events.iter().filter(|e| e["pid"] == 2 && e["ph"] == "X") {
+        let ts = e["ts"].as_f64().unwrap();
+        by_track
+            .entry(e["tid"].as_u64().unwrap())
+            .or_default()
+            .push((ts, ts + e["dur"].as_f64().unwrap()));
+    }
+    for (tid, mut s) in by_track {
+        s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for p in s.windows(2) {
+            assert!(
+                p[0].1 <= p[1].0 + 1e-3,
+                "track {tid}: {:?} overlaps {:?}",
+                p[0],
+                p[1]
+            );
+        }
+    }
+}
