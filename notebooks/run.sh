@@ -32,6 +32,10 @@ trace=fixtures/traces/micro-16K-g/script-ns.txt.gz
 mkdir -p "$DATA/ab"
 "$LOCKCAST" diff fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt \
   --format csv >"$DATA/ab/diff-16K-vs-4K.csv"
+for size in 16K 64K; do
+  "$LOCKCAST" diff --base fixtures/captures/micro-$size-r{1,2,3}/contention.txt \
+    --patched fixtures/captures/micro-4K-r{1,2,3}/contention.txt --format csv >"$DATA/ab/runs-$size-vs-4K.csv"
+done
 t_inputs=$(date +%s)
 
 # 3. every notebook, headless

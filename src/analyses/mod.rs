@@ -1,5 +1,6 @@
 //! Frames in, summaries out. One file per analysis.
 
+pub mod ab_runs;
 pub mod diff;
 pub mod filter;
 pub mod flame;

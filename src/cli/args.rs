@@ -60,10 +60,22 @@ pub enum Command {
     #[command(after_help = "Examples:
   lockcast diff base/contention.txt patched/contention.txt
   lockcast diff mail.txt#1 mail.txt#2 --json
+  lockcast diff --base fixtures/captures/micro-16K-r{1,2,3}/contention.txt \\
+                --patched fixtures/captures/micro-4K-r{1,2,3}/contention.txt
 
 Ratios are base / patched (8.11x = the patch cut it 8.11-fold). Rows are matched on name,
 caller+type, comm, symbol or cgroup; repeated and blank keys are paired by rank in perf's sort
-order, and the `match` column says which rows were paired that way.")]
+order, and the `match` column says which rows were paired that way.
+
+Repeated runs (--base B1 B2 ... --patched P1 P2 ...): rows are those of B1, found in every other
+run by the same matching. Per row and metric: the median of each side with its min-max, the
+ratio of medians, and its 95% interval from a seeded percentile bootstrap over runs (runs
+resampled with replacement on each side). With 3 runs per side that interval is exactly
+[base min / patched max, base max / patched min]. Verdict:
+  reduction   the whole interval is above 1 and the patched max is below the base min
+  regression  the whole interval is below 1 and the patched min is above the base max
+  noise       anything else: within run-to-run noise
+  too few runs  a side has the row in fewer than 2 runs")]
     Diff(DiffArgs),
     /// Run the whole job on the bundled fixtures and write everything to an output folder.
     Demo(DemoArgs),
@@ -76,6 +88,8 @@ order, and the `match` column says which rows were paired that way.")]
     /// Check a prediction: replay BASE through POLICY and compare with what AFTER measured.
     #[command(after_help = VALIDATE_HELP)]
     Validate(ValidateArgs),
+    /// Export a capture for a trace viewer (perfetto: Chrome trace-event JSON).
+    Export(ExportArgs),
     /// Record the capture a what-if policy needs (root): untraced run, events, lock-only run, meta.
     #[command(after_help = RECORD_HELP)]
     Record(RecordArgs),
@@ -461,9 +475,23 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// Base capture (`path#N` picks a table).
-    pub base: String,
+    #[arg(required_unless_present = "base_runs", conflicts_with_all = ["base_runs", "patched_runs"])]
+    pub base: Option<String>,
     /// Patched capture (`path#N` picks a table).
-    pub patched: String,
+    #[arg(required_unless_present = "base_runs")]
+    pub patched: Option<String>,
+    /// Repeated runs of the base, one table each (with --patched; replaces BASE PATCHED).
+    #[arg(long = "base", value_name = "B", num_args = 1.., requires = "patched_runs")]
+    pub base_runs: Vec<String>,
+    /// Repeated runs of the patched kernel, one table each.
+    #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
+    pub patched_runs: Vec<String>,
+    /// Repeated runs: bootstrap replicates of the ratio's 95% interval.
+    #[arg(long, default_value_t = lockcast::analyses::ab_runs::DEFAULT_REPLICATES)]
+    pub bootstrap: usize,
+    /// Repeated runs: seed of the bootstrap (same seed, same interval).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     #[command(flatten)]
     pub input: InputOpts,
     #[command(flatten)]
@@ -522,8 +550,14 @@ pub struct PlotArgs {
     pub kind: PlotKind,
     /// Inputs: `ab` BASE PATCHED (perf lock tables, `path#N`, or traces); `waits` TRACE...;
     /// `timeline` TRACE; `whatif` FILE.json (`-` = stdin).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "base_runs")]
     pub inputs: Vec<String>,
+    /// ab over repeated runs: the base runs (with --patched; bars = medians, whiskers = min-max).
+    #[arg(long = "base", value_name = "B", num_args = 1.., requires = "patched_runs", conflicts_with = "inputs")]
+    pub base_runs: Vec<String>,
+    /// ab over repeated runs: the patched runs.
+    #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
+    pub patched_runs: Vec<String>,
     #[command(flatten)]
     pub input: InputOpts,
     /// Rows (ab: on both sides) or waits (waits, timeline) kept.
@@ -568,9 +602,70 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 pub const PLOT_HELP: &str = "Examples:
   lockcast plot ab fixtures/captures/micro-16K-r1/contention.txt fixtures/captures/micro-4K-r1/contention.txt -o ab.png
   lockcast plot ab mail.txt#1 mail.txt#2 --label 'w/o patch' --label 'w/ patch' -o ab.svg
+  lockcast plot ab --base fixtures/captures/micro-16K-r{1,2,3}/contention.txt \\
+                  --patched fixtures/captures/micro-4K-r{1,2,3}/contention.txt -o ab-runs.png
   lockcast plot waits fixtures/replay/micro-16K-r1/script-ns.txt.gz fixtures/replay/micro-4K-r1/script-ns.txt.gz -o waits.png
   lockcast plot timeline fixtures/traces/micro-16K-g/script-ns.txt.gz -o timeline.png
   lockcast whatif lru-cache CAPTURE --json | lockcast plot whatif - -o whatif.png
 
 The format comes from the extension of -o (.png or .svg). PNG text uses an embedded font, so no
 font packages are needed.";
+
+/// `lockcast export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[command(subcommand)]
+    pub kind: ExportKind,
+}
+
+/// Export formats.
+#[derive(Debug, Subcommand)]
+pub enum ExportKind {
+    /// Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing: per CPU the
+    /// reconstructed lru_lock holds and the traced waits as slices, other events as instants.
+    #[command(after_help = PERFETTO_HELP)]
+    Perfetto(PerfettoArgs),
+}
+
+/// `lockcast export perfetto`.
+#[derive(Debug, Args)]
+pub struct PerfettoArgs {
+    /// Event trace (perf script --ns, ftrace, trace-cmd report, perf.data; as for `whatif`).
+    pub capture: String,
+    /// Output file (.json).
+    #[arg(short, long, value_name = "FILE.json")]
+    pub output: PathBuf,
+    /// Lock to treat as lru_lock, address as printed (default: detected).
+    #[arg(long)]
+    pub lock: Option<String>,
+    /// Add the replay of the capture through this what-if policy as a second process
+    /// (`lockcast whatif --help` lists them).
+    #[arg(long, value_name = "POLICY")]
+    pub whatif: Option<String>,
+    /// Policy parameter for --whatif (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "whatif")]
+    pub set: Vec<String>,
+    /// Observation rule for --whatif (default: from the capture's call chains or meta file).
+    #[arg(long, value_enum, requires = "whatif")]
+    pub observation: Option<ObservationArg>,
+    #[command(flatten)]
+    pub input: InputOpts,
+}
+
+const PERFETTO_HELP: &str = "\
+Tracks, per CPU: `CPU n lru_lock holds` (one slice per hold the what-if replay reconstructs,
+with its folios, pages and path) and `CPU n waits` (one slice per traced wait on any lock, with
+lock, type, caller and task, as `report` counts them); a second lane `(2)` takes slices that
+would overlap. Per task (named by its comm): mm_page_alloc, mm_lru_insertion, mm_page_free and
+discarding madvise/munmap as instants. ts/dur are µs with 3 decimals: every ns is kept.
+--whatif POLICY [--set k=v] adds the replay of the capture through POLICY as a second process
+(`predicted: POLICY`): per CPU the holds it granted and the waits of requests that found the
+lock taken, at the replay's times, below the measured one.
+
+Open the file at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load).
+
+Examples:
+  lockcast export perfetto fixtures/replay/micro-16K-r1/script-ns.txt.gz -o micro-16K.json
+  lockcast export perfetto fixtures/replay/micro-16K-r1/script-ns.txt.gz -o rfc.json --whatif lru-cache
+  lockcast export perfetto perf.data -o trace.json --kallsyms kallsyms.txt";

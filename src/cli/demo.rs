@@ -64,6 +64,9 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
         &opts,
     )?;
     write!(stdout, "{}", diff_table(&cap_diff, 5))?;
+    drop(stdout);
+    let runs_files = runs_demo(fixtures, out)?;
+    let stdout = io::stdout().lock();
 
     std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
     for fmt in [FileFormat::Csv, FileFormat::Parquet, FileFormat::Json] {
@@ -79,6 +82,18 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
     json("diff-seed.json", &seed_diff)?;
     json("diff-16K-vs-4K.json", &cap_diff)?;
     let mut plots = super::plot::demo_plots(fixtures, out, &cap_diff)?;
+    plots.extend(runs_files);
+    let (n, _) = super::export::perfetto_file(
+        &f("replay/micro-16K-r1/script-ns.txt.gz"),
+        None,
+        None,
+        &opts,
+        &out.join("perfetto-16K.json"),
+    )?;
+    plots.push(format!(
+        "perfetto-16K.json ({} lru_lock holds, {} waits; open at ui.perfetto.dev)",
+        n.holds, n.waits
+    ));
     drop(stdout);
     plots.extend(whatif_demo(fixtures, out)?);
     plots.extend(super::flamegraph::demo(fixtures, out)?);
@@ -90,6 +105,47 @@ pub fn demo_impl(fixtures: &Path, out: &Path) -> Result<()> {
         out.display()
     )?;
     Ok(())
+}
+
+/// The 16K-vs-4K comparison over the three runs of each side: the repeated-run table on
+/// stdout and in `diff-runs-16K-vs-4K.{txt,json}`, its chart in `ab-runs-16K-vs-4K.png`.
+fn runs_demo(fixtures: &Path, out: &Path) -> Result<Vec<String>> {
+    use lockcast::analyses::ab_runs;
+    use lockcast::output::formats::Format;
+    use lockcast::plots::{self, ab_runs::AbRunsChart};
+    let opts = OpenOptions::default();
+    let side = |size: &str| -> Result<Vec<load::OneTable>> {
+        (1..=3)
+            .map(|r| {
+                let p = fixtures.join(format!("captures/micro-{size}-r{r}/contention.txt"));
+                Ok(load::one_table(&p.to_string_lossy(), &opts)?)
+            })
+            .collect()
+    };
+    let (b, p) = (side("16K")?, side("4K")?);
+    let (br, pr) = (super::report::runs_of(&b), super::report::runs_of(&p));
+    let d = ab_runs::compare(&br, &pr, ab_runs::DEFAULT_REPLICATES, 1);
+    let mut stdout = io::stdout().lock();
+    writeln!(
+        stdout,
+        "\n== 3b. The same over three runs per side (median [min–max], 95% bootstrap interval)"
+    )?;
+    let table = lockcast::output::ab_runs::render(&d, 3, Format::Text);
+    write!(stdout, "{table}")?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
+    let txt = out.join("diff-runs-16K-vs-4K.txt");
+    write::atomic_write(&txt, |w| {
+        w.write_all(table.as_bytes())
+            .map_err(|e| Error::io(txt.display(), e))
+    })?;
+    write_json(&out.join("diff-runs-16K-vs-4K.json"), &d)?;
+    let mut chart = AbRunsChart::from_runs(&d, 10);
+    chart.title = "16K mTHP (base) vs 4K pages, three runs each: top 10 callers".into();
+    plots::save(&chart, &out.join("ab-runs-16K-vs-4K.png"), None)?;
+    Ok(vec![
+        "diff-runs-16K-vs-4K.{txt,json}".into(),
+        "ab-runs-16K-vs-4K.png".into(),
+    ])
 }
 
 fn diff_of(base: &str, patched: &str, opts: &OpenOptions) -> Result<Diff, Error> {

@@ -5,6 +5,7 @@ mod args;
 mod demo;
 mod filter;
 mod flamegraph;
+mod export;
 mod parse;
 mod plot;
 mod record;
@@ -32,6 +33,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot(a) => plot::plot(a),
         Command::Record(a) => record::run(a),
         Command::Flamegraph(a) => flamegraph::run(a),
+        Command::Export(a) => export::run(a),
     }
 }
 

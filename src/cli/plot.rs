@@ -5,10 +5,10 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use lockcast::analyses::diff;
+use lockcast::analyses::{ab_runs, diff};
 use lockcast::capture::{load, OpenOptions};
 use lockcast::input;
-use lockcast::plots::{self, ab::AbChart, timeline, waits, whatif};
+use lockcast::plots::{self, ab::AbChart, ab_runs::AbRunsChart, timeline, waits, whatif};
 use lockcast::Error;
 
 use super::args::{PlotArgs, PlotKind, WaitKeyArg};
@@ -50,6 +50,33 @@ pub fn plot(a: PlotArgs) -> Result<()> {
         .into());
     }
     match a.kind {
+        PlotKind::Ab if !a.base_runs.is_empty() => {
+            let open = a.input.open();
+            let load_all = |specs: &[String]| -> Result<Vec<load::OneTable>> {
+                Ok(specs
+                    .iter()
+                    .map(|s| load::one_table(s, &open))
+                    .collect::<Result<Vec<_>, Error>>()?)
+            };
+            let (b, p) = (load_all(&a.base_runs)?, load_all(&a.patched_runs)?);
+            let d = ab_runs::compare(
+                &super::report::runs_of(&b),
+                &super::report::runs_of(&p),
+                ab_runs::DEFAULT_REPLICATES,
+                1,
+            );
+            let mut chart = AbRunsChart::from_runs(&d, a.top.unwrap_or(10));
+            if let Some(l) = a.labels.first() {
+                chart.base_label = l.clone();
+            }
+            if let Some(l) = a.labels.get(1) {
+                chart.patched_label = l.clone();
+            }
+            if let Some(t) = &a.title {
+                chart.title = t.clone();
+            }
+            save(&chart, &a, chart.rows.len())
+        }
         PlotKind::Ab => {
             need(&a, 2, 2, "BASE PATCHED")?;
             let open = a.input.open();

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use lockcast::analyses::diff;
 use lockcast::analyses::report::{self, By, SortKey};
+use lockcast::analyses::{ab_runs, diff};
 use lockcast::capture::load;
 use lockcast::output::render;
 
@@ -37,11 +37,14 @@ pub fn report(a: ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Run `lockcast diff`.
+/// Run `lockcast diff`: two tables, or `--base … --patched …` repeated runs.
 pub fn diff(a: DiffArgs) -> Result<()> {
     let open = a.input.open();
-    let base = load::one_table(&a.base, &open)?;
-    let patched = load::one_table(&a.patched, &open)?;
+    let (Some(base), Some(patched)) = (&a.base, &a.patched) else {
+        return diff_runs(&a);
+    };
+    let base = load::one_table(base, &open)?;
+    let patched = load::one_table(patched, &open)?;
     for t in [&base, &patched] {
         warn::skipped(&t.name, &t.diagnostics);
     }
@@ -55,4 +58,35 @@ pub fn diff(a: DiffArgs) -> Result<()> {
     let text = render::render_diff(&d, a.top, a.out_format.resolve(a.json));
     io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// `diff --base B1 B2 … --patched P1 P2 …`.
+fn diff_runs(a: &DiffArgs) -> Result<()> {
+    let open = a.input.open();
+    let load_all = |specs: &[String]| -> Result<Vec<load::OneTable>> {
+        specs
+            .iter()
+            .map(|s| {
+                let t = load::one_table(s, &open)?;
+                warn::skipped(&t.name, &t.diagnostics);
+                Ok(t)
+            })
+            .collect()
+    };
+    let (base, patched) = (load_all(&a.base_runs)?, load_all(&a.patched_runs)?);
+    let (b, p) = (runs_of(&base), runs_of(&patched));
+    let d = ab_runs::compare(&b, &p, a.bootstrap, a.seed);
+    let text = lockcast::output::ab_runs::render(&d, a.top, a.out_format.resolve(a.json));
+    io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// The loaded tables as the runs of one side.
+pub(super) fn runs_of(t: &[load::OneTable]) -> Vec<ab_runs::Run<'_>> {
+    t.iter()
+        .map(|t| ab_runs::Run {
+            name: &t.name,
+            rows: &t.rows,
+        })
+        .collect()
 }

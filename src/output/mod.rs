@@ -2,8 +2,10 @@
 //! file), and text tables for terminals and mail.
 
 pub mod flamegraph;
+pub mod ab_runs;
 pub mod formats;
 pub mod perf_text;
+pub mod perfetto;
 pub mod render;
 pub mod sheet;
 pub mod stream;

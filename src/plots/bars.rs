@@ -179,8 +179,30 @@ impl Bars {
                     .chain(w.iter().flatten().map(|&(_, hi)| hi))
             })
             .fold(0.0f64, f64::max);
-        // Room on the right for the notes.
-        let x_max = if max > 0.0 { max * 1.22 } else { 1.0 };
+        // Room on the right for the notes: a fifth of the axis, more where a long note (a
+        // ratio with its interval) after a long bar would be cut at the panel's edge.
+        let mut x_max = if max > 0.0 { max * 1.22 } else { 1.0 };
+        let note_style: TextStyle = (FONT, TICK_PX, FontStyle::Bold).into_font().into();
+        let plot_w = f64::from(area.dim_in_pixel().0.saturating_sub(label_w + 14).max(1));
+        for (g, note) in panel.notes.iter().enumerate() {
+            let Some(note) = note else { continue };
+            let right = panel.values.get(g).into_iter().flatten().flatten().copied();
+            let hi = panel
+                .whiskers
+                .get(g)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|w| w.1);
+            let right = right.chain(hi).fold(0.0f64, f64::max);
+            let px = area
+                .estimate_text_size(note, &note_style)
+                .map_or(0, |s| s.0);
+            let share = (f64::from(px) + 14.0) / plot_w;
+            if right > 0.0 && share < 0.7 {
+                x_max = x_max.max(right / (1.0 - share));
+            }
+        }
         let axis = RowAxis { n };
         let centres: Vec<f64> = (0..n).map(|i| axis.centre(i)).collect();
         let mut chart = ChartBuilder::on(area)

@@ -11,6 +11,7 @@
 //! also be filled in by callers directly. [`save`] renders one to a file, atomically.
 
 pub mod ab;
+pub mod ab_runs;
 pub mod bars;
 pub mod text;
 pub mod timeline;

@@ -88,8 +88,47 @@ pub fn replay(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> 
     replay_detailed(streams, cal, obs).total
 }
 
+/// One request as the replay served it, for timelines (`export perfetto --whatif`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grant {
+    /// Index of the CPU's stream.
+    pub cpu: usize,
+    /// The request.
+    pub request: Request,
+    /// Real time it asked for the lock, ns.
+    pub arrive: i64,
+    /// Real time it got it (= `arrive` when the lock was free).
+    pub grant: i64,
+    /// How long it held it, ns.
+    pub hold: i64,
+    /// Its wait is traced (`contention_begin` fires under the observation rule).
+    pub traced: bool,
+}
+
+/// [`replay_detailed`], also returning every request as served, in service order.
+pub fn replay_grants(
+    streams: &[Vec<Request>],
+    cal: &Calibration,
+    obs: Observation,
+) -> (Detailed, Vec<Grant>) {
+    let mut grants = Vec::new();
+    let d = replay_with(streams, cal, obs, |g| grants.push(g));
+    (d, grants)
+}
+
 /// [`replay`], keeping the per-path breakdown.
 pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Detailed {
+    replay_with(streams, cal, obs, |_| {})
+}
+
+/// The replay loop; `served` sees each request as it is granted (a no-op for the totals, so
+/// the hot loop pays nothing for it).
+fn replay_with(
+    streams: &[Vec<Request>],
+    cal: &Calibration,
+    obs: Observation,
+    mut served: impl FnMut(Grant),
+) -> Detailed {
     let n = streams.len();
     // per-request tally in a fixed array: the replay is the engine's hot loop
     let mut by_via = [PathMetrics::default(); Via::ALL.len()];
@@ -158,6 +197,14 @@ pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observa
             p.contended += 1;
             p.total_wait_ns += w;
         }
+        served(Grant {
+            cpu: c,
+            request: r,
+            arrive: t,
+            grant,
+            hold,
+            traced,
+        });
         free_at = grant + hold;
         spent[c] += wait + hold;
         end_ns[c] = free_at;

@@ -22,6 +22,7 @@ pub mod reconstruct;
 pub mod registry;
 pub mod report;
 pub mod summary;
+pub mod timeline;
 pub mod trace;
 pub mod verdict;
 pub mod work;

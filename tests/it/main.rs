@@ -1,6 +1,7 @@
 //! The one integration-test target (every extra target would link polars again).
 
 mod anytrace;
+mod ab_runs;
 mod captures;
 mod cli;
 mod common;
@@ -17,6 +18,7 @@ mod lock_stat;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
+mod perfetto;
 mod plots;
 mod record;
 mod seed;
