@@ -33,6 +33,13 @@
 //! sections (event names, tracing data, build-ids) after the data section, and the record
 //! reader seeks to them. Memory is the file's size plus the records of one round.
 //!
+//! # Reading some events only
+//!
+//! [`Reader::only`] (`report`, the lock tables: `contention_begin`/`_end`) takes the samples
+//! of the other events out of the buffer before the record reader sorts them (`compact`, when
+//! the file's round contract allows it), or else passes over them undecoded; they keep their
+//! numbers, so the events given are the ones (`line` included) a whole read gives.
+//!
 //! # Damaged input
 //!
 //! Before any record is decoded the header and the framing of every record are checked: a file
