@@ -484,12 +484,7 @@ impl<'a> Reader<'a> {
 
 /// Which attrs' samples [`Reader::only`] keeps.
 fn wanted_attrs(attrs: &[Attr], only: Option<&[String]>) -> Option<Vec<bool>> {
-    only.map(|names| {
-        attrs
-            .iter()
-            .map(|a| names.iter().any(|n| *n == a.name))
-            .collect()
-    })
+    only.map(|names| attrs.iter().map(|a| names.contains(&a.name)).collect())
 }
 
 /// The header context of an opened file: its feature sections (a section that does not parse

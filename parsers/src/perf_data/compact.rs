@@ -53,7 +53,7 @@ pub(super) struct Dropped {
 /// Take out of `buf` (a whole, checked file-mode perf.data) the samples of tracepoints whose
 /// name is not in `only`; `None` when nothing was taken out (all wanted, or the file is one
 /// this cannot vouch for: see the module doc).
-pub(super) fn drop_samples(buf: &mut Vec<u8>, only: &[String]) -> Option<Dropped> {
+pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
     let (data_off, data_size) = sect(buf, 40);
     let index = data_off.checked_add(data_size)?;
     let bits: [u64; 4] = std::array::from_fn(|i| u64_at(buf, 72 + 8 * i).unwrap_or(0));
@@ -82,9 +82,7 @@ pub(super) fn drop_samples(buf: &mut Vec<u8>, only: &[String]) -> Option<Dropped
         sample_type = Some(st);
         keep.push(
             ty != PERF_TYPE_TRACEPOINT
-                || formats
-                    .get(&config)
-                    .is_none_or(|f| only.iter().any(|n| *n == f.name)),
+                || formats.get(&config).is_none_or(|f| only.contains(&f.name)),
         );
     }
     let st = sample_type?;
