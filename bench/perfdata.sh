@@ -5,30 +5,42 @@
 #       `perf script --ns -i perf.data | lockcast parse --table all -` (every table as Parquet);
 #   (b) `lockcast report perf.data` against `perf lock contention -i perf.data`;
 #   (c) peak RSS of (a)'s direct parse and of (b)'s report against the file size
-#       (GNU time's maximum resident set size, one extra run each).
+#       (GNU time's maximum resident set size, one extra run each);
+#   (d) with --base PATH (an older lockcast build): its parse and report in the same rounds,
+#       and the ratios old / new.
 #
 # Input: fixtures/perfdata/micro-16K-replay/perf.data.gz (decompressed once to a temp file), or
 # --data FILE (any perf.data with tracepoints). Needs perf (the text path) and a lockcast binary
 # (--lockcast PATH; default: target/release/lockcast, build it with `cargo build --release`).
 #
-# usage: bench/perfdata.sh [--repeats N] [--data perf.data] [--lockcast PATH]
+# usage: bench/perfdata.sh [--repeats N] [--data perf.data] [--lockcast PATH] [--base PATH]
+#
+# Measured 2026-12-01 (--repeats 3, release, a 235 MiB lockcast record of lrufault 4K l100 with
+# the five replay tracepoints, 2.5 M events; 2-CPU VM, load average 10-13 from other builds):
+#   parse --table all 76.9 s, text path 83.6 s: 1.08x (goal 10x: missed)
+#   report 3.54 s, perf lock contention 3.96 s: 1.12x (goal: faster than perf, met)
+#   --base main@5c680f9: parse 97.5 s (1.26x), report 25.5 s (7.2x)
+#   peak RSS: parse 408 MiB, report 286 MiB, file 234.5 MiB (goal flat in the file size: missed)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
 here=$(cd "$(dirname "$0")/.." && pwd)
 DATA=
+BASE=
 LOCKCAST=${CARGO_TARGET_DIR:-$here/target}/release/lockcast
 while [ $# -gt 0 ]; do
   case "$1" in
     --repeats) REPEATS=$2; shift 2 ;;
     --data) DATA=$2; shift 2 ;;
     --lockcast) LOCKCAST=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --base) BASE=$2; shift 2 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 command -v perf >/dev/null || { echo "$PROG: perf not found" >&2; exit 2; }
 [ -x "$LOCKCAST" ] || { echo "$PROG: no lockcast binary at $LOCKCAST (cargo build --release, or --lockcast PATH)" >&2; exit 2; }
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$PROG: no lockcast binary at --base $BASE" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/lockcast-bench-perfdata.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 if [ -z "$DATA" ]; then
@@ -36,8 +48,16 @@ if [ -z "$DATA" ]; then
   DATA=$tmp/perf.data
 fi
 now() { date +%s.%N; }
-direct=() text=() rep=() plc=()
+direct=() text=() rep=() plc=() bdirect=() brep=()
 for i in $(seq 1 "$REPEATS"); do
+  if [ -n "$BASE" ]; then
+    rm -rf "$tmp/o"; t0=$(now)
+    "$BASE" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
+    t1=$(now); bdirect+=("$(echo "$t1 - $t0" | bc)")
+    t0=$(now)
+    "$BASE" report "$DATA" > /dev/null 2>&1
+    t1=$(now); brep+=("$(echo "$t1 - $t0" | bc)")
+  fi
   rm -rf "$tmp/o"; t0=$(now)
   "$LOCKCAST" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
   t1=$(now); direct+=("$(echo "$t1 - $t0" | bc)")
@@ -61,6 +81,12 @@ mr=$(median "${rep[@]}"); mp=$(median "${plc[@]}")
 printf '%-58s %8.3f s\n' "lockcast report perf.data" "$mr"
 printf '%-58s %8.3f s\n' "perf lock contention -i perf.data" "$mp"
 echo "ratio (perf lock contention / lockcast report): $(echo "scale=2; $mp / $mr" | bc)x"
+if [ -n "$BASE" ]; then
+  mbd=$(median "${bdirect[@]}"); mbr=$(median "${brep[@]}")
+  printf '%-58s %8.3f s\n' "base: lockcast parse --table all perf.data" "$mbd"
+  printf '%-58s %8.3f s\n' "base: lockcast report perf.data" "$mbr"
+  echo "ratio (base / lockcast): parse $(echo "scale=2; $mbd / $md" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x (base $BASE)"
+fi
 if [ -x /usr/bin/time ]; then
   rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
   rm -rf "$tmp/o"

@@ -187,6 +187,16 @@ pub trait EventRead {
     fn header(&self) -> Option<&CaptureHeader> {
         None
     }
+    /// Give only the events named in `names` (`contention_begin`, any system), when the reader
+    /// can pass over the others for less than decoding them (perf.data: a sample of another
+    /// event is neither decoded nor rendered); a reader that cannot ignores this and gives
+    /// every event, so the caller still filters. Call before the first
+    /// [`EventRead::next_event`]. Skipped events are counted in [`EventRead::skipped`].
+    fn only(&mut self, _names: &[&str]) {}
+    /// Events passed over because of [`EventRead::only`].
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
 
 /// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be

@@ -33,6 +33,13 @@
 //! sections (event names, tracing data, build-ids) after the data section, and the record
 //! reader seeks to them. Memory is the file's size plus the records of one round.
 //!
+//! # Reading some events only
+//!
+//! [`Reader::only`] (`report`, the lock tables: `contention_begin`/`_end`) takes the samples
+//! of the other events out of the buffer before the record reader sorts them (`compact`, when
+//! the file's round contract allows it), or else passes over them undecoded; they keep their
+//! numbers, so the events given are the ones (`line` included) a whole read gives.
+//!
 //! # Damaged input
 //!
 //! Before any record is decoded the header and the framing of every record are checked: a file
@@ -47,6 +54,7 @@
 //! feature sections, come from [`Options::tracing_fallback`] or the running kernel's tracefs
 //! (what perf itself does), with a note saying so.
 
+mod compact;
 pub mod kallsyms;
 pub mod print_fmt;
 pub mod tracing;
@@ -138,6 +146,14 @@ struct Ctx {
     bad_records: u64,
     /// Some attr records call chains (perf script then prints every sample's ip).
     has_chains: bool,
+    /// Per attr: whether its samples are given ([`Reader::only`]); `None`: all are.
+    wanted: Option<Vec<bool>>,
+    /// Samples passed over ([`Reader::only`]).
+    skipped: u64,
+    /// The numbers of the samples left after [`compact::drop_samples`], in order (empty: the
+    /// file is whole, samples are numbered as they come).
+    lines: Vec<u64>,
+    next_line: usize,
 }
 
 /// Streaming reader of perf.data events.
@@ -147,6 +163,7 @@ pub struct Reader<'a> {
     state: Option<State>,
     diagnostics: Diagnostics,
     finished: bool,
+    only: Option<Vec<String>>,
 }
 
 impl<'a> Reader<'a> {
@@ -169,6 +186,7 @@ impl<'a> Reader<'a> {
             state: None,
             diagnostics: Diagnostics::default(),
             finished: false,
+            only: None,
         }
     }
 
@@ -181,6 +199,22 @@ impl<'a> Reader<'a> {
     /// [`Reader::next_event`] (the file is opened then) or when it could not be opened.
     pub fn header(&self) -> Option<&CaptureHeader> {
         self.state.as_ref().map(|s| &s.ctx.header)
+    }
+
+    /// Give only the samples of events named in `names` (without system: `contention_begin`);
+    /// the others are counted (their sample numbers, the events' `line`, stay those of the
+    /// whole file) but neither decoded nor rendered: what a reader of the lock events alone
+    /// (`report`) would otherwise spend most of its time on.
+    pub fn only(&mut self, names: &[&str]) {
+        self.only = Some(names.iter().map(|n| n.to_string()).collect());
+        if let Some(st) = self.state.as_mut() {
+            st.ctx.wanted = wanted_attrs(&st.ctx.attrs, self.only.as_deref());
+        }
+    }
+
+    /// Samples passed over because of [`Reader::only`].
+    pub fn skipped(&self) -> u64 {
+        self.state.as_ref().map_or(0, |s| s.ctx.skipped)
     }
 
     /// The next event, `Ok(None)` at the end of the file.
@@ -244,6 +278,14 @@ impl<'a> Reader<'a> {
         drop(input);
         let lenient = self.opts.common.lenient;
         let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
+        // samples of events not asked for: out of the buffer before the record reader sorts
+        // them (a file cut short keeps them: its ids come from the attr section, below)
+        let dropped = match &self.only {
+            Some(only) if !checked.pipe && checked.attr_of_id.is_empty() => {
+                compact::drop_samples(&mut buf, only)
+            }
+            _ => None,
+        };
         for (ty, n, at) in &checked.unknown {
             self.diagnostics.notes.push(format!(
                 "{n} record(s) of type {ty}, which perf does not define, skipped (the first at byte {at})"
@@ -409,6 +451,7 @@ impl<'a> Reader<'a> {
             None => None,
         };
         let header = header_of(&file, &attrs);
+        let wanted = wanted_attrs(&attrs, self.only.as_deref());
         let parse_infos = file
             .event_attributes()
             .iter()
@@ -430,9 +473,18 @@ impl<'a> Reader<'a> {
                 kallsyms,
                 samples: 0,
                 unparsed: 0,
+                wanted,
+                skipped: dropped.as_ref().map_or(0, |d| d.dropped),
+                lines: dropped.map(|d| d.lines).unwrap_or_default(),
+                next_line: 0,
             },
         })
     }
+}
+
+/// Which attrs' samples [`Reader::only`] keeps.
+fn wanted_attrs(attrs: &[Attr], only: Option<&[String]>) -> Option<Vec<bool>> {
+    only.map(|names| attrs.iter().map(|a| names.contains(&a.name)).collect())
 }
 
 /// The header context of an opened file: its feature sections (a section that does not parse
@@ -1093,6 +1145,17 @@ impl State {
                 ctx.bad_records += 1;
                 continue;
             }
+            // a sample of an event not asked for: numbered, not decoded (with the ids of a
+            // file cut short the attr is only known once parsed, below)
+            if record.record_type == RecordType::SAMPLE && ctx.attr_of_id.is_empty() {
+                if let Some(w) = &ctx.wanted {
+                    if !w.get(attr_index).copied().unwrap_or(true) {
+                        ctx.number_sample();
+                        ctx.skipped += 1;
+                        continue;
+                    }
+                }
+            }
             if record.record_type == RecordType::LOST_SAMPLES {
                 // struct perf_record_lost_samples { header; u64 lost; sample_id }
                 if let Some(n) = u64_at(&record.data.as_slice(), 0) {
@@ -1134,7 +1197,7 @@ impl State {
                     ctx.header.lost_kernel = ctx.header.lost_kernel.saturating_add(l.count);
                 }
                 EventRecord::Sample(s) => {
-                    ctx.samples += 1;
+                    ctx.number_sample();
                     let tid = s.tid.unwrap_or(-1);
                     let pid = s.pid;
                     let comm = ctx
@@ -1145,6 +1208,12 @@ impl State {
                     let attr_index =
                         s.id.and_then(|id| ctx.attr_of_id.get(&id).copied())
                             .unwrap_or(attr_index);
+                    if let Some(w) = &ctx.wanted {
+                        if !w.get(attr_index).copied().unwrap_or(true) {
+                            ctx.skipped += 1;
+                            continue;
+                        }
+                    }
                     let attr = ctx.attrs.get(attr_index);
                     let (system, name) = attr
                         .map(|a| (a.system.clone(), a.name.clone()))
@@ -1167,7 +1236,7 @@ impl State {
                             };
                         }
                     }
-                    let payload = payload.trim_end().to_string();
+                    payload.truncate(payload.trim_end().len());
                     let mut callchain = Vec::new();
                     if s.callchain.is_none() && ctx.has_chains {
                         // perf script prints the sample's ip in place of the call chain of an
@@ -1215,6 +1284,15 @@ impl State {
 }
 
 impl Ctx {
+    /// The next sample's number: its rank among the file's samples.
+    fn number_sample(&mut self) {
+        self.samples += 1;
+        if let Some(&l) = self.lines.get(self.next_line) {
+            self.samples = l;
+            self.next_line += 1;
+        }
+    }
+
     fn add_map(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: String) {
         if pid == -1 {
             return; // kernel and module maps: frames are named from kallsyms
@@ -1281,6 +1359,12 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn header(&self) -> Option<&CaptureHeader> {
         Reader::header(self)
+    }
+    fn only(&mut self, names: &[&str]) {
+        Reader::only(self, names)
+    }
+    fn skipped(&self) -> u64 {
+        Reader::skipped(self)
     }
 }
 

@@ -55,11 +55,15 @@ pub fn load(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
         Capture::Events(mut rd) => {
             let mut pairer = Pairer::default();
             pairer.set_source(&path);
+            // the pairing reads these two alone: a reader that can pass over the rest
+            // undecoded does (perf.data); they still count as events read
+            rd.only(&Pairer::EVENTS);
             let mut events = 0u64;
             while let Some(e) = rd.next_event().map_err(|e| Error::parse(&path, e))? {
                 events += 1;
                 pairer.push(&e);
             }
+            events += rd.skipped();
             let diagnostics = rd.diagnostics().clone();
             let (contention, counts) = pairer.finish()?;
             Ok(Loaded {

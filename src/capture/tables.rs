@@ -5,14 +5,16 @@
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
+use lockcast_parsers::event::{Event, EventRead};
 use lockcast_parsers::{Diagnostic, Diagnostics};
 
 use super::load::{frame_of, load};
 use super::{open, Capture, OpenOptions};
 use crate::error::{Error, Result};
 use crate::frames::callgraph::Callgraph;
-use crate::frames::contention::PairingCounts;
+use crate::frames::contention::{Pairer, PairingCounts};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
+use crate::frames::lock_stats;
 
 /// Rows of the per-event tables of a perf.data input built before they are handed on (about
 /// what an 8 MiB text piece gives).
@@ -62,7 +64,18 @@ pub fn read(
         format: Some(format),
         ..opts.open.clone()
     };
-    if tables.contains(&Table::LockStats) || tables.contains(&Table::Contention) {
+    let events: Vec<EventTable> = tables
+        .iter()
+        .filter_map(|w| match w {
+            Table::Event(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    let lock_tables = tables.contains(&Table::LockStats) || tables.contains(&Table::Contention);
+    // perf.data with per-event tables: the lock tables come from the same pass (below), not a
+    // second read of the file
+    let one_pass = format == Format::PerfData && !events.is_empty();
+    if lock_tables && !one_pass {
         let loaded = load(&spec.display(), &open_opts)?;
         summary.skipped.push(loaded.diagnostics.clone());
         if tables.contains(&Table::LockStats) {
@@ -75,14 +88,7 @@ pub fn read(
             }
         }
     }
-    let events: Vec<EventTable> = tables
-        .iter()
-        .filter_map(|w| match w {
-            Table::Event(t) => Some(*t),
-            _ => None,
-        })
-        .collect();
-    if !events.is_empty() && format == Format::PerfData {
+    if one_pass {
         // a binary file cannot be cut into text pieces: one reader (the capture's, with its
         // --kallsyms), frames handed on every PIECE_ROWS rows so memory stays bounded
         let mut rd = open(spec, &open_opts)?.events("parse --table")?;
@@ -105,13 +111,36 @@ pub fn read(
             *t = new();
             Ok(())
         };
-        while let Some(e) = rd.next_event().map_err(|e| Error::parse(&spec.path, e))? {
-            t.push(&e)?;
+        let mut pairer = lock_tables.then(|| {
+            let mut p = Pairer::default();
+            p.set_source(&spec.path);
+            p
+        });
+        rd = read_ahead(rd, &spec.path, &mut |e| {
+            t.push(e)?;
+            if let Some(p) = pairer.as_mut() {
+                p.push(e);
+            }
             if t.rows() >= PIECE_ROWS {
                 flush(&mut t, &mut counts, &mut first_bad)?;
             }
-        }
+            Ok(())
+        })?;
         flush(&mut t, &mut counts, &mut first_bad)?;
+        if let Some(p) = pairer {
+            let (contention, pairing) = p.finish()?;
+            summary.pairing = Some(pairing);
+            if tables.contains(&Table::LockStats) {
+                // as load::frame_of builds a trace's rows: the empty perf-lock frame, then them
+                let mut df = lock_stats::build(&[])?;
+                df.vstack_mut(&lock_stats::from_contention(&contention)?)
+                    .map_err(|e| Error::polars("appending trace lock_stats", e))?;
+                emit(Table::LockStats, df)?;
+            }
+            if tables.contains(&Table::Contention) {
+                emit(Table::Contention, contention)?;
+            }
+        }
         summary.skipped.push(rd.diagnostics().clone());
         summary.events = Some(counts.events);
         summary.bad_payloads = counts.bad_payloads;
@@ -158,6 +187,61 @@ pub fn read(
         emit(Table::Callgraph, cg.finish()?)?;
     }
     Ok(summary)
+}
+
+/// Hand the events of `rd` to `each` in order, read on a second thread a batch at a time: the
+/// perf.data reader (records, payload text) and the table builders then run on two CPUs
+/// instead of taking turns on one. Gives the reader back (its diagnostics) at the end.
+fn read_ahead(
+    rd: Box<dyn EventRead + Send>,
+    path: &str,
+    each: &mut dyn FnMut(&Event) -> Result<()>,
+) -> Result<Box<dyn EventRead + Send>> {
+    const BATCH: usize = 4096;
+    type Batch = std::result::Result<Vec<Event>, lockcast_parsers::Error>;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let reader = scope.spawn(move || {
+            let mut rd = rd;
+            loop {
+                let mut batch = Vec::with_capacity(BATCH);
+                let done = loop {
+                    match rd.next_event() {
+                        Ok(Some(e)) => {
+                            batch.push(e);
+                            if batch.len() == BATCH {
+                                break false;
+                            }
+                        }
+                        Ok(None) => break true,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return rd;
+                        }
+                    }
+                };
+                // a closed channel: the consumer failed and stopped
+                if (!batch.is_empty() && tx.send(Ok(batch)).is_err()) || done {
+                    return rd;
+                }
+            }
+        });
+        let mut result = Ok(());
+        for batch in &rx {
+            let step = batch
+                .map_err(|e| Error::parse(path, e))
+                .and_then(|b| b.iter().try_for_each(&mut *each));
+            if let Err(e) = step {
+                result = Err(e);
+                break;
+            }
+        }
+        drop(rx);
+        let rd = reader
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        result.map(|()| rd)
+    })
 }
 
 /// The partition value of each input: its file name without compression and text extensions;

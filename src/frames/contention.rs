@@ -202,6 +202,9 @@ pub struct Pairer {
 }
 
 impl Pairer {
+    /// The events [`Pairer::push`] reads; it ignores every other.
+    pub const EVENTS: [&'static str; 2] = ["contention_begin", "contention_end"];
+
     /// Start a new input; pending waits of the previous input become unpaired.
     pub fn set_source(&mut self, source: &str) {
         self.waits.close_all();

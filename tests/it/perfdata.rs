@@ -393,3 +393,72 @@ fn perfdata_kallsyms_option_names_the_frames_and_refuses_another_boots_table() {
     );
     let _ = std::fs::remove_dir_all(&empty);
 }
+
+/// `parse --table contention` of a perf.data reads the lock events alone: the other samples
+/// are taken out of the file before its records are sorted (their numbers kept). Its table
+/// must still equal the text's in every column but `source`, `begin_line` included: this
+/// recording has no call chains, so a sample is one line of `perf script`'s text and its
+/// number is its line. The events read still count every sample. With call chains (fbatch,
+/// `-g`), where the text's lines are not sample numbers, the table equals the one `--table all`
+/// builds from every event (checked against the text row for row above), `begin_line` too.
+#[test]
+fn perfdata_lock_tables_alone_equal_the_text_begin_lines_included() {
+    let out =
+        std::env::temp_dir().join(format!("lockcast-it-perfdata-only-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let table = |dir: &str, input: &str, all: bool, cache: &std::path::Path| {
+        let ext = if all { "" } else { ".csv" };
+        let dest = out.join(format!("{}-{input}-{all}{ext}", dir.replace('/', "_")));
+        let d = dest.to_string_lossy().into_owned();
+        let which = if all { "all" } else { "contention" };
+        let i = format!("{dir}/{input}");
+        run(
+            &["parse", "--table", which, &i, "-o", &d, "--to", "csv"],
+            cache,
+        );
+        let csv = if all {
+            dest.join("contention.csv")
+        } else {
+            dest.clone()
+        };
+        read_csv(&csv)
+    };
+    let equal = |dir: &str, (hb, rb): &CsvTable, (ht, rt): &CsvTable| {
+        assert_eq!(hb, ht, "{dir}");
+        assert_eq!(rb.len(), rt.len(), "{dir}");
+        let source = hb.iter().position(|c| c == "source").unwrap();
+        for (i, (b, t)) in rb.iter().zip(rt).enumerate() {
+            for c in (0..hb.len()).filter(|c| *c != source) {
+                assert_eq!(b[c], t[c], "{dir} row {} column {}", i + 1, hb[c]);
+            }
+        }
+    };
+    let cache = perfdata_buildid_dir(REPLAY);
+    let (bin, txt) = (
+        table(REPLAY, "perf.data.gz", false, &cache),
+        table(REPLAY, "script-ns.txt.gz", false, &cache),
+    );
+    // counted in the raw text: zgrep -c 'contention_end:'
+    assert_eq!(bin.1.len(), 2270);
+    equal(REPLAY, &bin, &txt);
+    // the found line (no -o): every event, as the text's lines (zcat | wc -l)
+    let o = run(&["parse", &format!("{REPLAY}/perf.data.gz")], &cache);
+    assert!(
+        stdout(&o).contains(", 66447 event(s); contention: 2270 interval(s)"),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+
+    let fbatch = "fixtures/perfdata/fbatch-churn-4K";
+    let cache = perfdata_buildid_dir(fbatch);
+    let (alone, all) = (
+        table(fbatch, "perf.data.gz", false, &cache),
+        table(fbatch, "perf.data.gz", true, &cache),
+    );
+    // contention_end lines of its text
+    assert_eq!(alone.1.len(), 204);
+    equal(fbatch, &alone, &all);
+    let _ = std::fs::remove_dir_all(&cache);
+    let _ = std::fs::remove_dir_all(&out);
+}

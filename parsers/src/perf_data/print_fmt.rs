@@ -748,7 +748,9 @@ impl PrintFmt {
                         spec.width = Some(w.unsigned_abs() as usize);
                     }
                     let v = rec.eval(args.next()?)?;
-                    out.push_str(&format_one(&spec, &v)?);
+                    if !format_plain(&mut out, &spec, &v) {
+                        out.push_str(&format_one(&spec, &v)?);
+                    }
                 }
             }
         }
@@ -858,6 +860,41 @@ fn pad(spec: &Spec, body: String, numeric_prefix_len: usize) -> String {
     } else {
         format!("{}{body}", " ".repeat(fill))
     }
+}
+
+/// The conversions of most print fmts (`%s`, `%d`, `%u`, `%x`, `%p` without flags, width or
+/// precision) written straight into `out`, as [`format_one`] would print them; `false` (and
+/// nothing written) for anything else.
+fn format_plain(out: &mut String, spec: &Spec, v: &Value) -> bool {
+    use std::fmt::Write;
+    if spec.width.is_some()
+        || spec.prec.is_some()
+        || spec.left
+        || spec.zero
+        || spec.plus
+        || spec.space
+        || spec.alt
+    {
+        return false;
+    }
+    match (spec.conv, v) {
+        ('s', Value::Str(s)) => out.push_str(s),
+        ('p', Value::Num(0)) => out.push_str("(nil)"),
+        ('p', Value::Num(n)) => {
+            let _ = write!(out, "0x{:x}", *n as u64);
+        }
+        ('d' | 'i', Value::Num(n)) => {
+            let _ = write!(out, "{}", truncate(*n, spec.len, true));
+        }
+        ('u', Value::Num(n)) => {
+            let _ = write!(out, "{}", truncate(*n, spec.len, false) as u64);
+        }
+        ('x', Value::Num(n)) => {
+            let _ = write!(out, "{:x}", truncate(*n, spec.len, false) as u64);
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn format_one(spec: &Spec, v: &Value) -> Option<String> {

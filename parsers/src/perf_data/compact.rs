@@ -1,0 +1,175 @@
+//! Dropping the samples of events nobody asked for ([`super::Reader::only`]) from a file-mode
+//! perf.data before the record reader sees it: the reader buffers, sorts and copies every
+//! record of a round (`linux-perf-data`'s sorter, perf's ordered events), which is most of
+//! the time of reading a file whose lock events are 1 % of its samples.
+//!
+//! What stays equal to reading the whole file:
+//!
+//! * The order of the records kept. The record reader emits a round's records sorted by
+//!   (time, file offset) once no later round can precede them; when every record of round
+//!   N + 2 sorts after all of round N (the `FINISHED_ROUND` contract, checked here over every
+//!   record) that is the global (time, offset) order, for any subset of the records too, and
+//!   dropping records keeps the others' offsets in order.
+//! * The samples' numbers (`line`): each kept sample's rank among all samples in that order.
+//!
+//! Anything this cannot vouch for leaves the file as it is (the reader then skips the
+//! unwanted samples one by one, undecoded): a broken round contract, records without a time
+//! (`sample_id_all` off, or no `PERF_SAMPLE_TIME`), attrs with different sample layouts,
+//! compressed (`perf record -z`) or AUX records, a record that does not fit. A sample the
+//! record reader would reject as damaged still counts in the numbering here (the file-wide
+//! path leaves it out and says so in a note), so on a damaged file later `line`s can differ.
+
+use std::collections::HashMap;
+
+use super::{attr_ids, sect, tracing, u16_at, u32_at, u64_at};
+
+/// `perf_event_attr.sample_type` bits (include/uapi/linux/perf_event.h).
+const IP: u64 = 1 << 0;
+const TID: u64 = 1 << 1;
+const TIME: u64 = 1 << 2;
+const ADDR: u64 = 1 << 3;
+const ID: u64 = 1 << 6;
+const CPU: u64 = 1 << 7;
+const STREAM_ID: u64 = 1 << 9;
+const IDENTIFIER: u64 = 1 << 16;
+/// `perf_event_attr` flag bit `sample_id_all` (after disabled .. mmap_data).
+const SAMPLE_ID_ALL: u64 = 1 << 18;
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_AUXTRACE: u32 = 71;
+const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_COMPRESSED2: u32 = 83;
+
+/// What [`drop_samples`] did.
+pub(super) struct Dropped {
+    /// The number (1-based, among all the file's samples in time order) of each kept sample,
+    /// in the order the record reader will give them.
+    pub lines: Vec<u64>,
+    /// Samples taken out.
+    pub dropped: u64,
+}
+
+/// Take out of `buf` (a whole, checked file-mode perf.data) the samples of tracepoints whose
+/// name is not in `only`; `None` when nothing was taken out (all wanted, or the file is one
+/// this cannot vouch for: see the module doc).
+pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
+    let (data_off, data_size) = sect(buf, 40);
+    let index = data_off.checked_add(data_size)?;
+    let bits: [u64; 4] = std::array::from_fn(|i| u64_at(buf, 72 + 8 * i).unwrap_or(0));
+    // the tracing data, for the tracepoints' names (feature bit 1: the second index entry
+    // when bit 0 is set)
+    if bits[0] & 2 == 0 {
+        return None;
+    }
+    let (to, ts) = sect(buf, (index + 16 * (bits[0] & 1)) as usize);
+    let section = buf.get(to as usize..to.checked_add(ts)? as usize)?;
+    let formats = tracing::parse(section).ok()?.formats;
+
+    // the attrs: one sample layout, every record timed
+    let attr_size = u64_at(buf, 16)? as usize;
+    let (attr_off, attr_bytes) = sect(buf, 24);
+    let n_attrs = attr_bytes as usize / attr_size.max(1);
+    let mut sample_type = None;
+    let mut keep = Vec::with_capacity(n_attrs);
+    for i in 0..n_attrs {
+        let e = attr_off as usize + i * attr_size;
+        let (ty, config) = (u32_at(buf, e)?, u64_at(buf, e + 8)?);
+        let (st, flags) = (u64_at(buf, e + 24)?, u64_at(buf, e + 40)?);
+        if sample_type.is_some_and(|s| s != st) || st & TIME == 0 || flags & SAMPLE_ID_ALL == 0 {
+            return None;
+        }
+        sample_type = Some(st);
+        keep.push(
+            ty != PERF_TYPE_TRACEPOINT
+                || formats.get(&config).is_none_or(|f| only.contains(&f.name)),
+        );
+    }
+    let st = sample_type?;
+    if keep.iter().all(|k| *k) {
+        return None;
+    }
+    let count = |flags: &[u64]| 8 * flags.iter().filter(|f| st & **f != 0).count();
+    let sample_time = count(&[IDENTIFIER, IP, TID]);
+    let sample_id = if st & IDENTIFIER != 0 {
+        Some(0)
+    } else if st & ID != 0 {
+        Some(count(&[IP, TID, TIME, ADDR]))
+    } else {
+        None
+    };
+    // sample_id_all of the other records: tid, time, id, stream_id, cpu, identifier at the end
+    let other_time_from_end = 8 + count(&[ID, STREAM_ID, CPU, IDENTIFIER]);
+    let attr_of: HashMap<u64, usize> = attr_ids(buf);
+    if sample_id.is_none() && n_attrs > 1 {
+        return None;
+    }
+
+    let end = index as usize;
+    let mut pos = data_off as usize;
+    let mut kept = Vec::new();
+    let mut all_samples: Vec<(u64, usize)> = Vec::new();
+    let mut kept_samples: Vec<(u64, usize)> = Vec::new();
+    // running maximum key through the round before last, and through the last round
+    let (mut max_before_last, mut max_last, mut max_now) = (None, None, None);
+    while pos < end {
+        let ty = u32_at(buf, pos)?;
+        let size = usize::from(u16_at(buf, pos + 6)?);
+        let next = pos.checked_add(size).filter(|n| size >= 8 && *n <= end)?;
+        match ty {
+            PERF_RECORD_AUXTRACE | PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => return None,
+            PERF_RECORD_FINISHED_ROUND => {
+                max_before_last = max_last;
+                max_last = max_now;
+            }
+            1..=63 => {
+                let ts = if ty == PERF_RECORD_SAMPLE {
+                    u64_at(buf, pos + 8 + sample_time)?
+                } else {
+                    let at = next
+                        .checked_sub(other_time_from_end)
+                        .filter(|a| *a >= pos + 8)?;
+                    u64_at(buf, at)?
+                };
+                let key = (ts, pos);
+                if max_before_last.is_some_and(|m| key <= m) {
+                    return None;
+                }
+                max_now = max_now.max(Some(key));
+                if ty == PERF_RECORD_SAMPLE {
+                    all_samples.push(key);
+                    let attr = match sample_id {
+                        Some(at) => attr_of.get(&u64_at(buf, pos + 8 + at)?).copied(),
+                        None => Some(0),
+                    };
+                    if !attr.is_none_or(|a| keep.get(a).copied().unwrap_or(true)) {
+                        pos = next;
+                        continue;
+                    }
+                    kept_samples.push(key);
+                }
+            }
+            _ => {}
+        }
+        kept.extend_from_slice(&buf[pos..next]);
+        pos = next;
+    }
+    let dropped = (all_samples.len() - kept_samples.len()) as u64;
+    all_samples.sort_unstable();
+    kept_samples.sort_unstable();
+    let lines = kept_samples
+        .iter()
+        .map(|k| all_samples.partition_point(|a| a < k) as u64 + 1)
+        .collect();
+
+    // the kept records where the data was, the feature index right after them (the record
+    // reader looks for it at data offset + data size; its entries point at the sections,
+    // which stay where they are)
+    let n_feat: usize = bits.iter().map(|b| b.count_ones() as usize).sum();
+    let index_bytes = buf.get(end..end.checked_add(16 * n_feat)?)?.to_vec();
+    let d = data_off as usize;
+    buf[d..d + kept.len()].copy_from_slice(&kept);
+    buf[d + kept.len()..d + kept.len() + index_bytes.len()].copy_from_slice(&index_bytes);
+    buf[48..56].copy_from_slice(&(kept.len() as u64).to_le_bytes());
+    Some(Dropped { lines, dropped })
+}
