@@ -1,7 +1,7 @@
 //! The one integration-test target (every extra target would link polars again).
 
-mod anytrace;
 mod ab_runs;
+mod anytrace;
 mod captures;
 mod cli;
 mod common;
