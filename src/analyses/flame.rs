@@ -198,7 +198,7 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                             k.chain.iter().map(|f| frame_name(&f.symbol)).collect();
                         if !o.filter.is_empty() {
                             let raw: Vec<String> =
-                                k.chain.iter().map(|f| f.symbol.clone()).collect();
+                                k.chain.iter().map(Frame::symbol_with_offset).collect();
                             let mut callers: Vec<&str> = caller_of(&raw).into_iter().collect();
                             callers.extend(names.iter().map(String::as_str));
                             if !o.filter.keep(&[end.lock.as_str()], &callers, Some(k.ty)) {
