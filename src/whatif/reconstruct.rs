@@ -178,7 +178,8 @@ pub struct Reconstruction {
 }
 
 /// Per CPU: a finished traced wait (begin, end, path) not yet attached to a hold.
-type Pending = Option<(i64, i64, Via)>;
+/// A finished traced wait: (begin, end, path, the waiting task).
+type Pending = Option<(i64, i64, Via, i32)>;
 
 #[derive(Default)]
 struct Open {
@@ -242,6 +243,19 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     for e in &t.events {
         if !cpus.contains(&e.cpu) {
             cpus.push(e.cpu);
+        }
+        // lru_lock is taken with interrupts off, so between a waiter's grant and the events
+        // of its hold the CPU cannot switch tasks: another task's event on that CPU means the
+        // wait was for a hold that left no event (or the task moved on), not for the CPU's
+        // next hold. With more tasks than CPUs, attaching it anyway paired grants with holds
+        // milliseconds later and put a preemption into the free-side hold model.
+        if let Some(slot) = pending.get_mut(&e.cpu) {
+            if matches!(*slot, Some((_, _, _, tid)) if tid != e.tid) {
+                if let Some((b0, e0, v0, _)) = slot.take() {
+                    unattached += 1;
+                    tally(&mut by_via, v0, Ns::between(b0, e0));
+                }
+            }
         }
         let cur = open.entry(e.cpu).or_default();
         match e.kind {
@@ -317,7 +331,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         wait += w;
                         max_wait = max_wait.max(w);
                         let p = pending.entry(e.cpu).or_default();
-                        if let Some((b0, e0, v0)) = p.replace((b, e.ts, via)) {
+                        if let Some((b0, e0, v0, _)) = p.replace((b, e.ts, via, e.tid)) {
                             unattached += 1;
                             tally(&mut by_via, v0, Ns::between(b0, e0));
                         }
@@ -332,7 +346,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
     }
     for p in pending.values() {
-        if let Some((b, e, v)) = *p {
+        if let Some((b, e, v, _)) = *p {
             unattached += 1;
             tally(&mut by_via, v, Ns::between(b, e));
         }
@@ -502,7 +516,7 @@ fn hold_for(
             },
             traced_via: Via::Unknown,
         });
-        if let (Some((b, e2, v)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
+        if let (Some((b, e2, v, _)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
             h.traced = Some((b, e2));
             h.traced_via = v;
         }
@@ -517,7 +531,7 @@ fn hold_for(
     cur.idx
 }
 
-fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via)> {
+fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via, i32)> {
     pending.get_mut(&cpu).and_then(Option::take)
 }
 
