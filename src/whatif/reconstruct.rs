@@ -30,6 +30,16 @@ pub const MMU_GATHER_BUNDLE: u32 = 8;
 /// Entries in each further `mmu_gather_batch` page: `(PAGE_SIZE − 16) / 8` on 64-bit, 4 KiB pages.
 pub const MAX_GATHER_BATCH: u32 = 510;
 
+/// Longest grant → first event of one hold that a traced wait is attached across. The
+/// slowest legitimate case is a free-side hold: its `FOLIO_BATCH` folios come off the LRU under
+/// the lock and the first `mm_page_free` follows the unlock, about 31 × (0.2–1.3 µs per folio
+/// calibrated on the captures here) ≈ 40 µs; 1 ms leaves a wide margin for slower machines.
+/// A traced wait whose task's next event comes later waited for a hold that left no event
+/// (MADV_FREE's lazyfree moves, a drain of dead folios): one 4-thread MADV_FREE capture
+/// attached such waits to the task's next free 7.6 ms later and calibrated that as the
+/// free-side hold.
+pub const ATTACH_WITHIN_NS: i64 = 1_000_000;
+
 /// Free-side `lru_lock` holds of one zap of `folios` folios, by the kernel rule: the zap
 /// collects folios in `mmu_gather` batches (first the 8-entry bundle, then 510-entry pages; a
 /// large folio takes 2 entries, page + `nr_pages`), each batch is freed by
@@ -248,9 +258,12 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         // of its hold the CPU cannot switch tasks: another task's event on that CPU means the
         // wait was for a hold that left no event (or the task moved on), not for the CPU's
         // next hold. With more tasks than CPUs, attaching it anyway paired grants with holds
-        // milliseconds later and put a preemption into the free-side hold model.
+        // milliseconds later and put a preemption into the free-side hold model. The same
+        // holds for the waiter's own next event when it comes later than any hold lasts: the
+        // wait was for a hold without events (a lazyfree move, say) and the task went on.
         if let Some(slot) = pending.get_mut(&e.cpu) {
-            if matches!(*slot, Some((_, _, _, tid)) if tid != e.tid) {
+            if matches!(*slot, Some((_, end, _, tid)) if tid != e.tid || e.ts - end > ATTACH_WITHIN_NS)
+            {
                 if let Some((b0, e0, v0, _)) = slot.take() {
                     unattached += 1;
                     tally(&mut by_via, v0, Ns::between(b0, e0));
