@@ -30,6 +30,16 @@ pub const MMU_GATHER_BUNDLE: u32 = 8;
 /// Entries in each further `mmu_gather_batch` page: `(PAGE_SIZE − 16) / 8` on 64-bit, 4 KiB pages.
 pub const MAX_GATHER_BATCH: u32 = 510;
 
+/// Longest grant → first event of one hold that a traced wait is attached across. The
+/// slowest legitimate case is a free-side hold: its `FOLIO_BATCH` folios come off the LRU under
+/// the lock and the first `mm_page_free` follows the unlock, about 31 × (0.2–1.3 µs per folio
+/// calibrated on the captures here) ≈ 40 µs; 1 ms leaves a wide margin for slower machines.
+/// A traced wait whose task's next event comes later waited for a hold that left no event
+/// (MADV_FREE's lazyfree moves, a drain of dead folios): one 4-thread MADV_FREE capture
+/// attached such waits to the task's next free 7.6 ms later and calibrated that as the
+/// free-side hold.
+pub const ATTACH_WITHIN_NS: i64 = 1_000_000;
+
 /// Free-side `lru_lock` holds of one zap of `folios` folios, by the kernel rule: the zap
 /// collects folios in `mmu_gather` batches (first the 8-entry bundle, then 510-entry pages; a
 /// large folio takes 2 entries, page + `nr_pages`), each batch is freed by
@@ -178,7 +188,8 @@ pub struct Reconstruction {
 }
 
 /// Per CPU: a finished traced wait (begin, end, path) not yet attached to a hold.
-type Pending = Option<(i64, i64, Via)>;
+/// A finished traced wait: (begin, end, path, the waiting task).
+type Pending = Option<(i64, i64, Via, i32)>;
 
 #[derive(Default)]
 struct Open {
@@ -242,6 +253,22 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     for e in &t.events {
         if !cpus.contains(&e.cpu) {
             cpus.push(e.cpu);
+        }
+        // lru_lock is taken with interrupts off, so between a waiter's grant and the events
+        // of its hold the CPU cannot switch tasks: another task's event on that CPU means the
+        // wait was for a hold that left no event (or the task moved on), not for the CPU's
+        // next hold. With more tasks than CPUs, attaching it anyway paired grants with holds
+        // milliseconds later and put a preemption into the free-side hold model. The same
+        // holds for the waiter's own next event when it comes later than any hold lasts: the
+        // wait was for a hold without events (a lazyfree move, say) and the task went on.
+        if let Some(slot) = pending.get_mut(&e.cpu) {
+            if matches!(*slot, Some((_, end, _, tid)) if tid != e.tid || e.ts - end > ATTACH_WITHIN_NS)
+            {
+                if let Some((b0, e0, v0, _)) = slot.take() {
+                    unattached += 1;
+                    tally(&mut by_via, v0, Ns::between(b0, e0));
+                }
+            }
         }
         let cur = open.entry(e.cpu).or_default();
         match e.kind {
@@ -317,7 +344,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         wait += w;
                         max_wait = max_wait.max(w);
                         let p = pending.entry(e.cpu).or_default();
-                        if let Some((b0, e0, v0)) = p.replace((b, e.ts, via)) {
+                        if let Some((b0, e0, v0, _)) = p.replace((b, e.ts, via, e.tid)) {
                             unattached += 1;
                             tally(&mut by_via, v0, Ns::between(b0, e0));
                         }
@@ -332,7 +359,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
     }
     for p in pending.values() {
-        if let Some((b, e, v)) = *p {
+        if let Some((b, e, v, _)) = *p {
             unattached += 1;
             tally(&mut by_via, v, Ns::between(b, e));
         }
@@ -502,7 +529,7 @@ fn hold_for(
             },
             traced_via: Via::Unknown,
         });
-        if let (Some((b, e2, v)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
+        if let (Some((b, e2, v, _)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
             h.traced = Some((b, e2));
             h.traced_via = v;
         }
@@ -517,7 +544,7 @@ fn hold_for(
     cur.idx
 }
 
-fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via)> {
+fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via, i32)> {
     pending.get_mut(&cpu).and_then(Option::take)
 }
 
