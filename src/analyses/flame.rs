@@ -21,9 +21,9 @@ use lockcast_parsers::event::Frame;
 use lockcast_parsers::payload;
 use lockcast_parsers::perf_lock;
 
+use crate::analyses::filter::RowFilter;
 use crate::capture::{self, Capture, OpenOptions};
 use crate::error::{Error, Result};
-use crate::analyses::filter::RowFilter;
 use crate::frames::contention::{caller_of, lock_type, OpenWaits};
 use crate::input::InputSpec;
 use crate::whatif::Outcome;

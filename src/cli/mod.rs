@@ -3,9 +3,9 @@
 
 mod args;
 mod demo;
+mod export;
 mod filter;
 mod flamegraph;
-mod export;
 mod parse;
 mod plot;
 mod record;

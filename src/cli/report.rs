@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use lockcast::analyses::report::{self, By, SortKey};
 use lockcast::analyses::{ab_runs, diff};
-use lockcast::capture::load;
+use lockcast::capture::{load, since};
 use lockcast::output::render;
 
 use super::args::{ByArg, DiffArgs, ReportArgs, SortArg};
@@ -15,7 +15,15 @@ use super::warn;
 
 /// Run `lockcast report`.
 pub fn report(a: ReportArgs) -> Result<()> {
-    let loaded = vec![load::load(&a.input_file, &a.input.open())?];
+    let open = a.input.open();
+    let loaded = vec![match &a.since {
+        Some(before) => {
+            let s = since::load_since(&a.input_file, before, &open)?;
+            warn::skipped(&s.before, &s.before_diagnostics);
+            s.loaded
+        }
+        None => load::load(&a.input_file, &open)?,
+    }];
     warn::skipped(&loaded[0].spec.path, &loaded[0].diagnostics);
     let df = load::frame_of(&loaded)?;
     let mut opts = report::Options::default();

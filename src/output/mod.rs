@@ -1,8 +1,8 @@
 //! Writing tables: CSV / Parquet / JSON files (atomically: a failed run leaves no half-written
 //! file), and text tables for terminals and mail.
 
-pub mod flamegraph;
 pub mod ab_runs;
+pub mod flamegraph;
 pub mod formats;
 pub mod perf_text;
 pub mod perfetto;

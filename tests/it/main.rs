@@ -1,7 +1,7 @@
 //! The one integration-test target (every extra target would link polars again).
 
-mod anytrace;
 mod ab_runs;
+mod anytrace;
 mod captures;
 mod cli;
 mod common;
@@ -15,6 +15,7 @@ mod ingest;
 mod lazyfree;
 mod limits;
 mod lock_stat;
+mod lock_stat_since;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
