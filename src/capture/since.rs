@@ -4,9 +4,10 @@
 use lockcast_parsers::detect::Format;
 use lockcast_parsers::perf_lock::Table;
 
-use super::load::{load, Loaded};
+use super::load::{frame_of, load, Loaded, OneTable};
 use super::OpenOptions;
 use crate::analyses::since::{interval, not_cumulative, Snapshot};
+use crate::analyses::stat_row;
 use crate::error::{Error, Result};
 
 /// The interval of two snapshots.
@@ -75,4 +76,21 @@ fn pick(l: &Loaded) -> Result<(u32, &Table)> {
             tables.len()
         ))
     })
+}
+
+/// The interval as the one table `diff` compares, named `AFTER#N`, and the earlier
+/// snapshot's path with the lines skipped in it (lenient), for the caller to report.
+pub fn one_table_since(
+    after: &str,
+    before: &str,
+    opts: &OpenOptions,
+) -> Result<(OneTable, String, lockcast_parsers::Diagnostics)> {
+    let s = load_since(after, before, opts)?;
+    let df = frame_of(std::slice::from_ref(&s.loaded))?;
+    let t = OneTable {
+        name: s.loaded.spec.display(),
+        rows: stat_row::rows(&df)?,
+        diagnostics: s.loaded.diagnostics,
+    };
+    Ok((t, s.before, s.before_diagnostics))
 }

@@ -502,6 +502,23 @@ pub struct DiffArgs {
     /// Repeated runs of the patched kernel, one table each.
     #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
     pub patched_runs: Vec<String>,
+    /// An earlier /proc/lock_stat snapshot of BASE's machine: BASE becomes the interval
+    /// BASE minus it (see `report --since`; min/max are then empty).
+    #[arg(
+        long,
+        value_name = "BEFORE",
+        requires = "base",
+        conflicts_with = "base_runs"
+    )]
+    pub base_since: Option<String>,
+    /// An earlier /proc/lock_stat snapshot of PATCHED's machine, likewise.
+    #[arg(
+        long,
+        value_name = "BEFORE",
+        requires = "patched",
+        conflicts_with = "base_runs"
+    )]
+    pub patched_since: Option<String>,
     /// Repeated runs: bootstrap replicates of the ratio's 95% interval.
     #[arg(long, default_value_t = lockcast::analyses::ab_runs::DEFAULT_REPLICATES)]
     pub bootstrap: usize,

@@ -51,8 +51,18 @@ pub fn diff(a: DiffArgs) -> Result<()> {
     let (Some(base), Some(patched)) = (&a.base, &a.patched) else {
         return diff_runs(&a);
     };
-    let base = load::one_table(base, &open)?;
-    let patched = load::one_table(patched, &open)?;
+    let side = |spec: &str, since: &Option<String>| -> Result<load::OneTable> {
+        Ok(match since {
+            Some(before) => {
+                let (t, path, skipped) = since::one_table_since(spec, before, &open)?;
+                warn::skipped(&path, &skipped);
+                t
+            }
+            None => load::one_table(spec, &open)?,
+        })
+    };
+    let base = side(base, &a.base_since)?;
+    let patched = side(patched, &a.patched_since)?;
     for t in [&base, &patched] {
         warn::skipped(&t.name, &t.diagnostics);
     }

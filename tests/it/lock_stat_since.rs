@@ -151,3 +151,23 @@ fn write_and_read_rows_are_subtracted_each_from_its_own() {
         ]
     );
 }
+
+#[test]
+fn diff_sides_may_each_be_an_interval() {
+    let rq1 = format!("{RQ}#1");
+    let o = lockcast(&["diff", &rq1, &rq1, "--base-since", &rq1, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["rows"][0];
+    assert_eq!(r["key"], "&rq->lock");
+    assert_eq!(r["base_contended"], 0);
+    assert_eq!(r["patched_contended"], 25996);
+    // the patched side's snapshot is checked too
+    let o = lockcast(&["diff", &rq1, &rq1, "--patched-since", &format!("{RQ}#2")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("acquisitions went down"),
+        "{}",
+        stderr(&o)
+    );
+}
