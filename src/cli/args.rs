@@ -394,8 +394,8 @@ pub struct ParseArgs {
     #[arg(required = true)]
     pub inputs: Vec<String>,
     /// A /proc/lock_stat snapshot taken earlier on the same machine (`path#N` picks a table):
-    /// with one input, AFTER: its table minus this one, the numbers of the interval. Counters (contentions, acquisitions,
-    /// bounces, wait/hold totals, point counts) are subtracted per class and -W/-R state, the
+    /// with one input, AFTER: its table minus this one, the numbers of the interval. Counters
+    /// (contentions, acquisitions, bounces, wait/hold totals, point counts) are subtracted per class and -W/-R state, the
     /// averages recomputed; min and max cannot be subtracted and are left empty. A class only
     /// in the later file is taken whole; a counter that went down is an error (not one boot).
     /// /proc/lock_stat only: other formats count one recording, not since boot.
@@ -459,7 +459,7 @@ pub struct ReportArgs {
     /// Input file (`-` = stdin, `path#N` = N-th table only).
     pub input_file: String,
     /// A /proc/lock_stat snapshot taken earlier on the same machine (`path#N` picks a table):
-    /// show AFTER minus it, the numbers of the interval. Counters (contentions, acquisitions,
+    /// show FILE minus it, the numbers of the interval. Counters (contentions, acquisitions,
     /// bounces, wait/hold totals, point counts) are subtracted per class and -W/-R state, the
     /// averages recomputed; min and max cannot be subtracted and are left empty. A class only
     /// in the later file is taken whole; a counter that went down is an error (not one boot).
