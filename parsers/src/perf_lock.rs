@@ -634,7 +634,14 @@ impl<R: BufRead> Reader<R> {
             return Ok(());
         }
         if is_label_candidate(text) {
-            self.label = Some(cut(text.trim(), 120));
+            let t = text.trim();
+            // a command continued with `\` (`perf lock con -abl -J 1ms@x -- \` then `sh -c …`)
+            // is named by both lines: the second alone is the same for every run
+            let joined = match self.label.as_deref().and_then(|l| l.strip_suffix('\\')) {
+                Some(head) => format!("{} {t}", head.trim_end()),
+                None => t.to_string(),
+            };
+            self.label = Some(cut(&joined, 120));
         }
         Ok(())
     }

@@ -64,3 +64,49 @@ fn corpus_recent_owner_stack_trace_is_a_table_of_its_own() {
         ["line 47: the table of line 39 was cut by its poster (`...`)"]
     );
 }
+
+/// `perf lock con -abl -L tasklist_lock -J DELAY@tasklist_lock` (6.16, "Add -J/--inject-delay
+/// option"): `-J` adds no print form of its own; each run is an address table.
+#[test]
+fn corpus_recent_inject_delay_runs_are_address_tables() {
+    let p = parse("contention-J-inject-delay-abl.txt");
+    assert_eq!(p.tables.len(), 3);
+    // contended, total wait, max wait, avg wait of the three runs, as the mail prints them
+    let want = [
+        (92, 1_180_000, 199_540, 12_790),
+        (190, 15_670_000, 230_100, 82_460),
+        (1002, 2_800_000_000, 3_010_000, 2_800_000),
+    ];
+    for (t, (c, tot, max, avg)) in p.tables.iter().zip(want) {
+        assert_eq!(t.header.mode, Mode::Address);
+        assert_eq!(t.rows.len(), 1);
+        let r = &t.rows[0];
+        assert_eq!(r.contended, Some(c));
+        assert_eq!(r.total_wait.map(|x| x.ns), Some(tot));
+        assert_eq!(r.max_wait.map(|x| x.ns), Some(max));
+        assert_eq!(r.avg_wait.map(|x| x.ns), Some(avg));
+        assert_eq!(r.address, Some(0xffffffff8a806080));
+        assert_eq!(r.symbol.as_deref(), Some("tasklist_lock"));
+        assert_eq!(r.lock_type.as_deref(), Some("rwlock"));
+    }
+    assert_eq!(p.diagnostics.skipped, 0, "{:?}", p.diagnostics);
+    assert!(p.diagnostics.notes.is_empty(), "{:?}", p.diagnostics);
+    // each run is named by its whole command, continued over two lines with `\`
+    let sh = "sh -c 'for i in $(seq 1000); do sleep 1 & done; wait'";
+    let labels: Vec<_> = p
+        .tables
+        .iter()
+        .map(|t| t.header.label.clone().unwrap())
+        .collect();
+    assert_eq!(
+        labels[0],
+        format!("$ sudo perf lock con -abl -L tasklist_lock -- {sh}")
+    );
+    // labels are cut at 120 characters: this one is 122
+    let j100 = format!("$ sudo perf lock con -abl -L tasklist_lock -J 100us@tasklist_lock -- {sh}");
+    assert_eq!(labels[1], format!("{}...", &j100[..120]));
+    assert_eq!(
+        labels[2],
+        format!("$ sudo perf lock con -abl -L tasklist_lock -J 1ms@tasklist_lock -- {sh}")
+    );
+}

@@ -5,4 +5,5 @@ pub mod diff;
 pub mod filter;
 pub mod flame;
 pub mod report;
+pub mod since;
 pub mod stat_row;

@@ -11,6 +11,7 @@
 //! [`load`] builds on it for the commands that want `lock_stats` rows.
 
 pub mod load;
+pub mod since;
 pub mod tables;
 
 use std::io::{BufRead, Read};

@@ -393,6 +393,14 @@ pub struct ParseArgs {
     /// Input files (`-` = stdin, `path#N` = N-th table).
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    /// A /proc/lock_stat snapshot taken earlier on the same machine (`path#N` picks a table):
+    /// with one input, AFTER: its table minus this one, the numbers of the interval. Counters
+    /// (contentions, acquisitions, bounces, wait/hold totals, point counts) are subtracted per class and -W/-R state, the
+    /// averages recomputed; min and max cannot be subtracted and are left empty. A class only
+    /// in the later file is taken whole; a counter that went down is an error (not one boot).
+    /// /proc/lock_stat only: other formats count one recording, not since boot.
+    #[arg(long, value_name = "BEFORE")]
+    pub since: Option<String>,
     #[command(flatten)]
     pub input: InputOpts,
     /// Output format (default: from the -o extension).
@@ -450,6 +458,14 @@ pub enum SortArg {
 pub struct ReportArgs {
     /// Input file (`-` = stdin, `path#N` = N-th table only).
     pub input_file: String,
+    /// A /proc/lock_stat snapshot taken earlier on the same machine (`path#N` picks a table):
+    /// show FILE minus it, the numbers of the interval. Counters (contentions, acquisitions,
+    /// bounces, wait/hold totals, point counts) are subtracted per class and -W/-R state, the
+    /// averages recomputed; min and max cannot be subtracted and are left empty. A class only
+    /// in the later file is taken whole; a counter that went down is an error (not one boot).
+    /// /proc/lock_stat only: other formats count one recording, not since boot.
+    #[arg(long, value_name = "BEFORE")]
+    pub since: Option<String>,
     #[command(flatten)]
     pub input: InputOpts,
     #[command(flatten)]
@@ -486,6 +502,23 @@ pub struct DiffArgs {
     /// Repeated runs of the patched kernel, one table each.
     #[arg(long = "patched", value_name = "P", num_args = 1.., requires = "base_runs")]
     pub patched_runs: Vec<String>,
+    /// An earlier /proc/lock_stat snapshot of BASE's machine: BASE becomes the interval
+    /// BASE minus it (see `report --since`; min/max are then empty).
+    #[arg(
+        long,
+        value_name = "BEFORE",
+        requires = "base",
+        conflicts_with = "base_runs"
+    )]
+    pub base_since: Option<String>,
+    /// An earlier /proc/lock_stat snapshot of PATCHED's machine, likewise.
+    #[arg(
+        long,
+        value_name = "BEFORE",
+        requires = "patched",
+        conflicts_with = "base_runs"
+    )]
+    pub patched_since: Option<String>,
     /// Repeated runs: bootstrap replicates of the ratio's 95% interval.
     #[arg(long, default_value_t = lockcast::analyses::ab_runs::DEFAULT_REPLICATES)]
     pub bootstrap: usize,

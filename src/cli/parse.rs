@@ -23,6 +23,9 @@ use super::warn;
 /// Run `lockcast parse`.
 pub fn run(a: ParseArgs) -> Result<()> {
     let open = a.input.open();
+    if let Some(before) = &a.since {
+        return run_since(&a, before, &open);
+    }
     if a.table.is_empty()
         && a.partition_by.is_none()
         && a.output.is_none()
@@ -46,6 +49,50 @@ pub fn run(a: ParseArgs) -> Result<()> {
         return print_found(&loaded, &df);
     }
     write_tables(&a, &open)
+}
+
+/// `parse AFTER --since BEFORE`: the interval's `lock_stats`, summarized or written to `-o`.
+fn run_since(a: &ParseArgs, before: &str, open: &OpenOptions) -> Result<()> {
+    let [after] = a.inputs.as_slice() else {
+        return Err(Error::Usage(format!(
+            "--since takes one later snapshot, got {} inputs",
+            a.inputs.len()
+        ))
+        .into());
+    };
+    if a.partition_by.is_some() || a.table.iter().any(|t| t != Table::LockStats.name()) {
+        return Err(Error::Usage(
+            "--since gives the lock_stats table only (no --table other than lock_stats, no --partition-by)"
+                .into(),
+        )
+        .into());
+    }
+    let s = capture::since::load_since(after, before, open)?;
+    warn::skipped(&s.loaded.spec.path, &s.loaded.diagnostics);
+    warn::skipped(&s.before, &s.before_diagnostics);
+    let loaded = vec![s.loaded];
+    let df = load::frame_of(&loaded)?;
+    if a.output.is_none() {
+        if a.to.is_some() {
+            return Err(Error::Usage(
+                "--to needs -o OUT (a file, a directory, or - for standard output)".into(),
+            )
+            .into());
+        }
+        return print_found(&loaded, &df);
+    }
+    let name = Table::LockStats.name();
+    let target = target::resolve(
+        a.output.as_deref(),
+        a.to.map(|t| t.file_format()),
+        false,
+        &[name],
+    )?;
+    if let Some((dest, f)) = target.dest(name) {
+        lockcast::output::write::write_frame_to(&df, &dest, f)?;
+        eprintln!("lockcast: wrote {} rows to {}", df.height(), dest.display());
+    }
+    Ok(())
 }
 
 /// Is any input a call graph (`perf report --stdio`)? Its table is `callgraph`, not the

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use lockcast::analyses::report::{self, By, SortKey};
 use lockcast::analyses::{ab_runs, diff};
-use lockcast::capture::load;
+use lockcast::capture::{load, since};
 use lockcast::output::render;
 
 use super::args::{ByArg, DiffArgs, ReportArgs, SortArg};
@@ -15,7 +15,15 @@ use super::warn;
 
 /// Run `lockcast report`.
 pub fn report(a: ReportArgs) -> Result<()> {
-    let loaded = vec![load::load(&a.input_file, &a.input.open())?];
+    let open = a.input.open();
+    let loaded = vec![match &a.since {
+        Some(before) => {
+            let s = since::load_since(&a.input_file, before, &open)?;
+            warn::skipped(&s.before, &s.before_diagnostics);
+            s.loaded
+        }
+        None => load::load(&a.input_file, &open)?,
+    }];
     warn::skipped(&loaded[0].spec.path, &loaded[0].diagnostics);
     let df = load::frame_of(&loaded)?;
     let mut opts = report::Options::default();
@@ -43,8 +51,18 @@ pub fn diff(a: DiffArgs) -> Result<()> {
     let (Some(base), Some(patched)) = (&a.base, &a.patched) else {
         return diff_runs(&a);
     };
-    let base = load::one_table(base, &open)?;
-    let patched = load::one_table(patched, &open)?;
+    let side = |spec: &str, since: &Option<String>| -> Result<load::OneTable> {
+        Ok(match since {
+            Some(before) => {
+                let (t, path, skipped) = since::one_table_since(spec, before, &open)?;
+                warn::skipped(&path, &skipped);
+                t
+            }
+            None => load::one_table(spec, &open)?,
+        })
+    };
+    let base = side(base, &a.base_since)?;
+    let patched = side(patched, &a.patched_since)?;
     for t in [&base, &patched] {
         warn::skipped(&t.name, &t.diagnostics);
     }

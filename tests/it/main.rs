@@ -15,6 +15,7 @@ mod ingest;
 mod lazyfree;
 mod limits;
 mod lock_stat;
+mod lock_stat_since;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
