@@ -284,11 +284,16 @@ pub fn heading<DB: DrawingBackend>(
     let title_font = (FONT, TITLE_PX, FontStyle::Bold).into_font().color(&INK);
     let area = root.titled(title, title_font)?;
     let (band, rest) = area.split_vertically(band_px);
+    let mut note_end = 0;
     if let Some((text, y)) = note {
         let font = (FONT, TICK_PX).into_font().color(&MUTED);
+        note_end = 12
+            + band
+                .estimate_text_size(text, &font)
+                .map_or(0, |s| s.0 as i32);
         band.draw(&Text::new(text.to_string(), (12, y), font))?;
     }
-    legend(&band, entries)?;
+    legend(&band, entries, note_end)?;
     Ok(rest)
 }
 
@@ -308,10 +313,13 @@ impl<X: Ranged, Y: Ranged, DB: DrawingBackend> HouseStyle for MeshStyle<'_, '_, 
     }
 }
 
-/// Draw a legend box of coloured squares and labels in the top-right corner of `area`.
-pub fn legend<DB: DrawingBackend>(
+/// Draw a legend box of coloured squares and labels in the top-right corner of `area`; when it
+/// would reach left of `note_end` (the explanation line's right edge: long capture names), one
+/// line lower, so the two never overlap.
+fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     entries: &[(String, RGBColor)],
+    note_end: i32,
 ) -> DrawResult<DB> {
     let font = (FONT, TICK_PX).into_font().color(&INK);
     let (w, _) = area.dim_in_pixel();
@@ -321,7 +329,11 @@ pub fn legend<DB: DrawingBackend>(
         .collect();
     let total: u32 = widths.iter().map(|w| w + 34).sum();
     let mut x = w.saturating_sub(total + 10) as i32;
-    let y = 8;
+    let y = if note_end > 0 && x < note_end + 16 {
+        24
+    } else {
+        8
+    };
     for ((label, color), tw) in entries.iter().zip(widths) {
         area.draw(&Rectangle::new([(x, y), (x + 14, y + 14)], color.filled()))?;
         area.draw(&Text::new(label.clone(), (x + 20, y), font.clone()))?;
