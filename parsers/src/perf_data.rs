@@ -87,6 +87,9 @@ const PIPE_HEADER_LEN: u64 = 16;
 
 const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
+/// A feature section sent as a record in pipe mode: u64 feature id, then the section.
+const PERF_RECORD_HEADER_FEATURE: u32 = 80;
+const HEADER_EVENT_DESC: u64 = 12;
 const PERF_RECORD_AUXTRACE: u32 = 71;
 const HEADER_TRACING_DATA_BIT: u32 = 1;
 
@@ -808,7 +811,6 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
 /// (an abort on a huge count): the EVENT_DESC feature section's event, id and string counts must
 /// fit in the section. `index` is where the feature index starts (right after the data).
 fn check_feature_counts(buf: &[u8], index: u64) -> Result<(), Error> {
-    const HEADER_EVENT_DESC_BIT: usize = 12;
     let mut k = 0u64;
     for bit in 0..256usize {
         if buf[72 + bit / 8] >> (bit % 8) & 1 == 0 {
@@ -816,44 +818,46 @@ fn check_feature_counts(buf: &[u8], index: u64) -> Result<(), Error> {
         }
         let entry = index + 16 * k;
         k += 1;
-        if bit != HEADER_EVENT_DESC_BIT {
+        if bit as u64 != HEADER_EVENT_DESC {
             continue;
         }
         let (o, size) = sect(buf, entry as usize);
-        let end = o + size; // inside the file: checked by the caller
-        let bad = |at: u64, what: String| {
-            binary(
-                at,
-                format!("EVENT_DESC feature section (bytes {o}..{end}): expected {what}"),
-            )
-        };
-        let nr = u64::from(u32_at(buf, o as usize).ok_or_else(|| bad(o, "an event count".into()))?);
-        let attr_size = u64::from(u32_at(buf, o as usize + 4).unwrap_or(0));
-        let mut pos = o + 8;
-        for i in 0..nr {
-            // attr, u32 nr_ids, u32 string length + string, nr_ids u64 ids
-            let ids_at = pos + attr_size;
-            let n_ids = u64::from(
-                u32_at(buf, ids_at as usize)
-                    .filter(|_| ids_at + 8 <= end)
-                    .ok_or_else(|| {
-                        bad(pos, format!("event {} of {nr} inside the section", i + 1))
-                    })?,
-            );
-            let str_len = u64::from(u32_at(buf, ids_at as usize + 4).unwrap_or(0));
-            pos = ids_at + 8 + str_len;
-            let next = pos.saturating_add(n_ids.saturating_mul(8));
-            if next > end {
-                return Err(bad(
-                    ids_at,
-                    format!(
-                        "event {} of {nr}'s name and {n_ids} id(s) inside the section",
-                        i + 1
-                    ),
-                ));
-            }
-            pos = next;
+        // inside the file: checked by the caller
+        check_event_desc(buf, o, o + size, "EVENT_DESC feature section")?;
+    }
+    Ok(())
+}
+
+/// The EVENT_DESC data in bytes `o..end` (a file's feature section, or a pipe's HEADER_FEATURE
+/// record): its event, id and string counts must fit, or the record reader allocates what a
+/// damaged count says (one fuzzed pipe stream asked for 3.9 GB) before it reads anything.
+fn check_event_desc(buf: &[u8], o: u64, end: u64, place: &str) -> Result<(), Error> {
+    let bad =
+        |at: u64, what: String| binary(at, format!("{place} (bytes {o}..{end}): expected {what}"));
+    let nr = u64::from(u32_at(buf, o as usize).ok_or_else(|| bad(o, "an event count".into()))?);
+    let attr_size = u64::from(u32_at(buf, o as usize + 4).unwrap_or(0));
+    let mut pos = o + 8;
+    for i in 0..nr {
+        // attr, u32 nr_ids, u32 string length + string, nr_ids u64 ids
+        let ids_at = pos + attr_size;
+        let n_ids = u64::from(
+            u32_at(buf, ids_at as usize)
+                .filter(|_| ids_at + 8 <= end)
+                .ok_or_else(|| bad(pos, format!("event {} of {nr} inside the section", i + 1)))?,
+        );
+        let str_len = u64::from(u32_at(buf, ids_at as usize + 4).unwrap_or(0));
+        pos = ids_at + 8 + str_len;
+        let next = pos.saturating_add(n_ids.saturating_mul(8));
+        if next > end {
+            return Err(bad(
+                ids_at,
+                format!(
+                    "event {} of {nr}'s name and {n_ids} id(s) inside the section",
+                    i + 1
+                ),
+            ));
         }
+        pos = next;
     }
     Ok(())
 }
@@ -962,6 +966,11 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
                 out.tracing_offset = pos + size;
                 remove = Some((p, next as usize));
             }
+        } else if ty == PERF_RECORD_HEADER_FEATURE
+            && next <= len
+            && u64_at(buf, p + 8) == Some(HEADER_EVENT_DESC)
+        {
+            check_event_desc(buf, pos + 16, next, "EVENT_DESC HEADER_FEATURE record")?;
         } else if ty == PERF_RECORD_AUXTRACE {
             next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
         } else if ty == PERF_RECORD_HEADER_BUILD_ID && next <= len {
