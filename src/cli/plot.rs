@@ -66,15 +66,11 @@ pub fn plot(a: PlotArgs) -> Result<()> {
                 1,
             );
             let mut chart = AbRunsChart::from_runs(&d, a.top.unwrap_or(10));
-            if let Some(l) = a.labels.first() {
-                chart.base_label = l.clone();
-            }
-            if let Some(l) = a.labels.get(1) {
-                chart.patched_label = l.clone();
-            }
-            if let Some(t) = &a.title {
-                chart.title = t.clone();
-            }
+            relabel(
+                &a,
+                [&mut chart.base_label, &mut chart.patched_label],
+                &mut chart.title,
+            );
             save(&chart, &a, chart.rows.len())
         }
         PlotKind::Ab => {
@@ -84,15 +80,11 @@ pub fn plot(a: PlotArgs) -> Result<()> {
             let p = load::one_table(&a.inputs[1], &open)?;
             let d = diff::diff_filtered(&b.name, &b.rows, &p.name, &p.rows, &a.filter.filter()?);
             let mut chart = AbChart::from_diff(&d, a.top.unwrap_or(10));
-            if let Some(l) = a.labels.first() {
-                chart.base_label = l.clone();
-            }
-            if let Some(l) = a.labels.get(1) {
-                chart.patched_label = l.clone();
-            }
-            if let Some(t) = &a.title {
-                chart.title = t.clone();
-            }
+            relabel(
+                &a,
+                [&mut chart.base_label, &mut chart.patched_label],
+                &mut chart.title,
+            );
             save(&chart, &a, chart.rows.len())
         }
         PlotKind::Waits => {
@@ -226,4 +218,14 @@ fn save(chart: &impl plots::Chart, a: &PlotArgs, items: usize) -> Result<()> {
         }
     );
     Ok(())
+}
+
+/// `--label BASE --label PATCHED` and `--title` over a two-sided chart's defaults.
+fn relabel(a: &PlotArgs, labels: [&mut String; 2], title: &mut String) {
+    for (slot, l) in labels.into_iter().zip(&a.labels) {
+        *slot = l.clone();
+    }
+    if let Some(t) = &a.title {
+        *title = t.clone();
+    }
 }

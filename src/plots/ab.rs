@@ -82,16 +82,7 @@ impl AsBars for AbChart {
             title: self.title.clone(),
             subtitle: Some("ratio = base / patched (higher = the patch removed more)".into()),
             keys: self.rows.iter().map(|r| r.key.clone()).collect(),
-            series: vec![
-                Series {
-                    label: self.base_label.clone(),
-                    color: BASE,
-                },
-                Series {
-                    label: self.patched_label.clone(),
-                    color: PATCHED,
-                },
-            ],
+            series: base_patched(&self.base_label, &self.patched_label),
             panels: vec![
                 panel(
                     "contended acquisitions (count)".into(),
@@ -108,4 +99,18 @@ impl AsBars for AbChart {
             ],
         }
     }
+}
+
+/// The two series of a base-vs-patched chart, in the house colours.
+pub(crate) fn base_patched(base: &str, patched: &str) -> Vec<Series> {
+    vec![
+        Series {
+            label: base.to_string(),
+            color: BASE,
+        },
+        Series {
+            label: patched.to_string(),
+            color: PATCHED,
+        },
+    ]
 }

@@ -2,8 +2,9 @@
 //! runs as bars, the min–max of the runs as a whisker over each bar, and after each pair the
 //! ratio of medians with its 95% bootstrap interval (from [`crate::analyses::ab_runs`]).
 
-use super::bars::{AsBars, Bars, Panel, Series};
-use super::{tick_count, tick_value, TimeUnit, BASE, PATCHED};
+use super::ab::base_patched;
+use super::bars::{AsBars, Bars, Panel};
+use super::{tick_count, tick_value, TimeUnit};
 use crate::analyses::ab_runs::{Compare, RunsDiff, RunsRow};
 use crate::units::ratio;
 
@@ -104,16 +105,7 @@ impl AsBars for AbRunsChart {
                     .into(),
             ),
             keys: self.rows.iter().map(|r| r.key.clone()).collect(),
-            series: vec![
-                Series {
-                    label: self.base_label.clone(),
-                    color: BASE,
-                },
-                Series {
-                    label: self.patched_label.clone(),
-                    color: PATCHED,
-                },
-            ],
+            series: base_patched(&self.base_label, &self.patched_label),
             panels: vec![
                 panel(
                     "contended acquisitions (count)".into(),
