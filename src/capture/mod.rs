@@ -12,6 +12,7 @@
 
 pub mod load;
 pub mod since;
+pub mod stream;
 pub mod tables;
 
 use std::io::{BufRead, Read};

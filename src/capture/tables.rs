@@ -8,7 +8,6 @@ use lockcast_parsers::detect::Format;
 use lockcast_parsers::event::{Event, EventRead};
 use lockcast_parsers::{Diagnostic, Diagnostics};
 
-use super::load::{frame_of, load};
 use super::{open, Capture, OpenOptions};
 use crate::error::{Error, Result};
 use crate::frames::callgraph::Callgraph;
@@ -32,6 +31,8 @@ pub struct ReadOptions {
     pub threads: usize,
     /// Size of the pieces event traces are cut into.
     pub piece_bytes: usize,
+    /// Rows per frame of the streamed lock tables ([`crate::frames::lock_stats::CHUNK_ROWS`]).
+    pub chunk_rows: usize,
 }
 
 /// What reading one input found, besides its tables.
@@ -76,17 +77,18 @@ pub fn read(
     // second read of the file
     let one_pass = format == Format::PerfData && !events.is_empty();
     if lock_tables && !one_pass {
-        let loaded = load(&spec.display(), &open_opts)?;
-        summary.skipped.push(loaded.diagnostics.clone());
-        if tables.contains(&Table::LockStats) {
-            emit(Table::LockStats, frame_of(std::slice::from_ref(&loaded))?)?;
-        }
-        if let Some(t) = &loaded.trace {
-            summary.pairing = Some(t.counts);
-            if tables.contains(&Table::Contention) {
-                emit(Table::Contention, t.contention.clone())?;
-            }
-        }
+        // streamed a piece at a time (memory flat in the input's size)
+        let r = super::stream::lock_tables(
+            spec,
+            format,
+            tables.contains(&Table::LockStats),
+            tables.contains(&Table::Contention),
+            &open_opts,
+            opts.chunk_rows,
+            emit,
+        )?;
+        summary.skipped.push(r.diagnostics);
+        summary.pairing = r.pairing;
     }
     if one_pass {
         // a binary file cannot be cut into text pieces: one reader (the capture's, with its

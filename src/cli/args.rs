@@ -422,6 +422,9 @@ pub struct ParseArgs {
     /// Size of the pieces event traces are cut into for parallel parsing (tests use small ones).
     #[arg(long, hide = true, default_value_t = lockcast::ingest::PIECE_BYTES)]
     pub piece_bytes: usize,
+    /// Rows per frame (Parquet row group) of the streamed lock tables (tests use small ones).
+    #[arg(long, hide = true, default_value_t = lockcast::frames::lock_stats::CHUNK_ROWS)]
+    pub chunk_rows: usize,
 }
 
 /// Partition key for `--partition-by`.

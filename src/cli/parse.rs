@@ -6,7 +6,8 @@ use std::io::{self, Write};
 use anyhow::Result;
 use polars::prelude::DataFrame;
 
-use lockcast::capture::load::{self, Loaded};
+use lockcast::capture::load;
+use lockcast::capture::stream::Found;
 use lockcast::capture::tables::{self, InputSummary, ReadOptions};
 use lockcast::capture::{self, OpenOptions};
 use lockcast::frames::table::Table;
@@ -37,16 +38,17 @@ pub fn run(a: ParseArgs) -> Result<()> {
             )
             .into());
         }
-        let loaded = a
+        // counted as read, never collected: a table of millions of rows prints in little memory
+        let found = a
             .inputs
             .iter()
-            .map(|s| load::load(s, &open))
+            .map(|s| capture::stream::found(s, &open))
             .collect::<Result<Vec<_>, _>>()?;
-        for l in &loaded {
-            warn::skipped(&l.spec.path, &l.diagnostics);
+        for f in &found {
+            warn::skipped(&f.spec.path, &f.diagnostics);
         }
-        let df = load::frame_of(&loaded)?;
-        return print_found(&loaded, &df);
+        let rows = found.iter().map(|f| f.lock_stats_rows).sum();
+        return print_found(&found, rows);
     }
     write_tables(&a, &open)
 }
@@ -79,7 +81,8 @@ fn run_since(a: &ParseArgs, before: &str, open: &OpenOptions) -> Result<()> {
             )
             .into());
         }
-        return print_found(&loaded, &df);
+        let found = [Found::of_loaded(&loaded[0], df.height() as u64)];
+        return print_found(&found, df.height() as u64);
     }
     let name = Table::LockStats.name();
     let target = target::resolve(
@@ -205,6 +208,7 @@ fn write_tables(a: &ParseArgs, open: &OpenOptions) -> Result<()> {
         open: open.clone(),
         threads,
         piece_bytes: a.piece_bytes,
+        chunk_rows: a.chunk_rows,
     };
     // what parse says about each input goes to stderr when stdout carries the table
     let to_stdout = matches!(target, Target::One(Dest::Stdout, _));
@@ -322,17 +326,16 @@ fn finish_all(writers: &mut BTreeMap<Table, TableWriter>) -> Result<Vec<(Dest, u
     Ok(written)
 }
 
-fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
+fn print_found(found: &[Found], lock_stats_rows: u64) -> Result<()> {
     let mut out = io::stdout().lock();
-    for l in loaded {
-        if let Some(t) = &l.trace {
-            let c = t.counts;
+    for l in found {
+        if let Some((events, c)) = &l.trace {
             writeln!(
                 out,
                 "{}: {}, {} event(s); contention: {} interval(s), {} nested begin(s), {} orphan end(s), {} unpaired begin(s), {} unusable, {} backwards end(s)",
                 l.spec.display(),
                 l.format.as_str(),
-                t.events,
+                events,
                 c.intervals,
                 c.nested_begins,
                 c.orphan_ends,
@@ -342,7 +345,6 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
             )?;
             continue;
         }
-        let p = &l.parsed;
         writeln!(
             out,
             "{}: {}, {} table(s), {} row(s), {} line(s) read",
@@ -351,11 +353,11 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
                 lockcast_parsers::detect::Format::PerfLock => "perf lock",
                 f => f.as_str(),
             },
-            p.tables.len(),
-            p.tables.iter().map(|t| t.rows.len()).sum::<usize>(),
-            p.lines
+            l.tables.len(),
+            l.tables.iter().map(|t| t.rows).sum::<u64>(),
+            l.lines
         )?;
-        for t in &p.tables {
+        for t in &l.tables {
             if l.spec.block.is_some_and(|b| b != t.header.index) {
                 continue;
             }
@@ -367,25 +369,24 @@ fn print_found(loaded: &[Loaded], df: &DataFrame) -> Result<()> {
                 h.index,
                 h.line,
                 h.mode.as_str(),
-                t.rows.len(),
+                t.rows,
                 cols.join(", "),
                 h.label
                     .as_ref()
                     .map(|l| format!(", label \"{l}\""))
                     .unwrap_or_default(),
-                if t.footers.is_empty() {
+                if t.footers == 0 {
                     String::new()
                 } else {
-                    format!(", {} debug footer(s)", t.footers.len())
+                    format!(", {} debug footer(s)", t.footers)
                 }
             )?;
         }
     }
     writeln!(
         out,
-        "lock_stats: {} rows x {} columns",
-        df.height(),
-        df.width()
+        "lock_stats: {lock_stats_rows} rows x {} columns",
+        lockcast::frames::schema::lock_stats::COLUMNS.len()
     )?;
     Ok(())
 }

@@ -265,33 +265,51 @@ impl Pairer {
         self.waits.counts()
     }
 
-    /// Finish: the `contention` frame and the final counts.
+    /// Finish: the `contention` frame (the waits since the last [`Pairer::take`]) and the
+    /// final counts.
     pub fn finish(mut self) -> Result<(DataFrame, PairingCounts)> {
         self.waits.close_all();
+        let df = self.take()?;
+        Ok((df, self.waits.counts()))
+    }
+
+    /// Waits paired since the last [`Pairer::take`].
+    pub fn len(&self) -> usize {
+        self.tid.len()
+    }
+
+    /// No wait paired since the last [`Pairer::take`].
+    pub fn is_empty(&self) -> bool {
+        self.tid.is_empty()
+    }
+
+    /// The waits paired so far as a frame, in pairing order, and start a new one; the open
+    /// begins and the counts stay. A trace streamed through `take` every so many waits gives
+    /// the same rows, in the same order, as one [`Pairer::finish`].
+    pub fn take(&mut self) -> Result<DataFrame> {
         let height = self.tid.len();
         let stack = match self.stack.take() {
             None => Series::new_empty(c::STACK.into(), &DataType::List(Box::new(DataType::String))),
             Some(mut b) => b.finish().into_series(),
         };
+
         let cols = vec![
-            Column::new(c::SOURCE.into(), self.source),
-            Column::new(c::BEGIN_LINE.into(), self.begin_line),
-            Column::new(c::CPU.into(), self.cpu),
-            Column::new(c::TID.into(), self.tid),
-            Column::new(c::COMM.into(), self.comm),
-            Column::new(c::LOCK.into(), self.lock),
-            Column::new(c::FLAGS.into(), self.flags),
-            Column::new(c::TYPE.into(), self.ty),
-            Column::new(c::BEGIN_NS.into(), self.begin_ns),
-            Column::new(c::END_NS.into(), self.end_ns),
-            Column::new(c::WAIT_NS.into(), self.wait_ns),
-            Column::new(c::RET.into(), self.ret),
-            Column::new(c::CALLER.into(), self.caller),
+            Column::new(c::SOURCE.into(), std::mem::take(&mut self.source)),
+            Column::new(c::BEGIN_LINE.into(), std::mem::take(&mut self.begin_line)),
+            Column::new(c::CPU.into(), std::mem::take(&mut self.cpu)),
+            Column::new(c::TID.into(), std::mem::take(&mut self.tid)),
+            Column::new(c::COMM.into(), std::mem::take(&mut self.comm)),
+            Column::new(c::LOCK.into(), std::mem::take(&mut self.lock)),
+            Column::new(c::FLAGS.into(), std::mem::take(&mut self.flags)),
+            Column::new(c::TYPE.into(), std::mem::take(&mut self.ty)),
+            Column::new(c::BEGIN_NS.into(), std::mem::take(&mut self.begin_ns)),
+            Column::new(c::END_NS.into(), std::mem::take(&mut self.end_ns)),
+            Column::new(c::WAIT_NS.into(), std::mem::take(&mut self.wait_ns)),
+            Column::new(c::RET.into(), std::mem::take(&mut self.ret)),
+            Column::new(c::CALLER.into(), std::mem::take(&mut self.caller)),
             stack.into(),
         ];
-        let df =
-            DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))?;
-        Ok((df, self.waits.counts()))
+        DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))
     }
 }
 

@@ -235,67 +235,122 @@ pub fn build(sources: &[Source<'_>]) -> Result<DataFrame> {
 /// type, as `perf lock contention` does: contended = waits, total/max/min wait from the
 /// intervals, avg = total / contended. Exact integers, so `*_err_ns` is 0.
 pub fn from_contention(df: &DataFrame) -> Result<DataFrame> {
-    use super::schema::contention as k;
-    use std::collections::BTreeMap;
-    let source = super::strs(df, k::SOURCE)?;
-    let caller = super::strs(df, k::CALLER)?;
-    let ty = super::strs(df, k::TYPE)?;
-    let wait = super::i64s(df, k::WAIT_NS)?;
-    #[derive(Default)]
-    struct Agg {
-        n: u64,
-        total: u64,
-        max: u64,
-        min: u64,
-        order: usize,
+    let mut a = ContentionAgg::default();
+    a.add(df)?;
+    a.finish()
+}
+
+#[derive(Default)]
+struct Agg {
+    n: u64,
+    total: u64,
+    max: u64,
+    min: u64,
+    order: usize,
+}
+
+/// [`from_contention`] fed a piece at a time: the groups (one per source, caller and type, as
+/// `perf lock contention` keys them) are all it keeps, so a trace streamed in pieces gives
+/// the same rows without its waits ever being held together.
+#[derive(Default)]
+pub struct ContentionAgg {
+    groups: std::collections::BTreeMap<(String, String, String), Agg>,
+}
+
+impl ContentionAgg {
+    /// Add the waits of one `contention` frame (in the order they were paired).
+    pub fn add(&mut self, df: &DataFrame) -> Result<()> {
+        use super::schema::contention as k;
+        let source = super::strs(df, k::SOURCE)?;
+        let caller = super::strs(df, k::CALLER)?;
+        let ty = super::strs(df, k::TYPE)?;
+        let wait = super::i64s(df, k::WAIT_NS)?;
+        for i in 0..df.height() {
+            let key = (
+                source[i].clone().unwrap_or_default(),
+                caller[i].clone().unwrap_or_else(|| "Unknown".to_string()),
+                ty[i].clone().unwrap_or_default(),
+            );
+            let w = u64::try_from(wait[i].unwrap_or(0)).unwrap_or(0);
+            let n = self.groups.len();
+            let a = self.groups.entry(key).or_insert_with(|| Agg {
+                min: u64::MAX,
+                order: n,
+                ..Agg::default()
+            });
+            a.n += 1;
+            // Saturating: only waits of centuries (hostile timestamps) can reach it.
+            a.total = a.total.saturating_add(w);
+            a.max = a.max.max(w);
+            a.min = a.min.min(w);
+        }
+        Ok(())
     }
-    let mut groups: BTreeMap<(String, String, String), Agg> = BTreeMap::new();
-    for i in 0..df.height() {
-        let key = (
-            source[i].clone().unwrap_or_default(),
-            caller[i].clone().unwrap_or_else(|| "Unknown".to_string()),
-            ty[i].clone().unwrap_or_default(),
-        );
-        let w = u64::try_from(wait[i].unwrap_or(0)).unwrap_or(0);
-        let n = groups.len();
-        let a = groups.entry(key).or_insert_with(|| Agg {
-            min: u64::MAX,
-            order: n,
-            ..Agg::default()
+
+    /// The `lock_stats` rows, in perf's default order per source: total wait, largest first
+    /// (first seen first on ties).
+    pub fn finish(self) -> Result<DataFrame> {
+        let mut rows: Vec<_> = self.groups.into_iter().collect();
+        rows.sort_by(|a, b| {
+            a.0 .0
+                .cmp(&b.0 .0)
+                .then(b.1.total.cmp(&a.1.total))
+                .then(a.1.order.cmp(&b.1.order))
         });
-        a.n += 1;
-        // Saturating: only waits of centuries (hostile timestamps) can reach it.
-        a.total = a.total.saturating_add(w);
-        a.max = a.max.max(w);
-        a.min = a.min.min(w);
+        let mut b = Builder::default();
+        for (line, ((src, caller, ty), a)) in rows.into_iter().enumerate() {
+            let exact = |v: u64| Some(TimeNs::exact(v));
+            b.push_parts(
+                &src,
+                None,
+                &RowParts {
+                    line: line as u64 + 1,
+                    caller: Some(caller),
+                    lock_type: Some(ty),
+                    contended: Some(a.n),
+                    total_wait: exact(a.total),
+                    avg_wait: exact(a.total / a.n.max(1)),
+                    max_wait: exact(a.max),
+                    min_wait: exact(a.min),
+                },
+            );
+        }
+        b.finish()
     }
-    let mut rows: Vec<_> = groups.into_iter().collect();
-    // perf's default order: total wait, largest first
-    rows.sort_by(|a, b| {
-        a.0 .0
-            .cmp(&b.0 .0)
-            .then(b.1.total.cmp(&a.1.total))
-            .then(a.1.order.cmp(&b.1.order))
-    });
-    let mut b = Builder::default();
-    for (line, ((src, caller, ty), a)) in rows.into_iter().enumerate() {
-        let exact = |v: u64| Some(TimeNs::exact(v));
-        b.push_parts(
-            &src,
-            None,
-            &RowParts {
-                line: line as u64 + 1,
-                caller: Some(caller),
-                lock_type: Some(ty),
-                contended: Some(a.n),
-                total_wait: exact(a.total),
-                avg_wait: exact(a.total / a.n.max(1)),
-                max_wait: exact(a.max),
-                min_wait: exact(a.min),
-            },
-        );
+}
+
+/// Rows of a perf lock table per frame when it is streamed ([`Chunks`]): a Parquet row group
+/// each, and what memory holds of the table at once (~35 columns: tens of MB).
+pub const CHUNK_ROWS: usize = 65_536;
+
+/// The `lock_stats` frame built a piece at a time from rows as a perf lock reader yields
+/// them, in the order [`build`] would put them: a table of 10 million rows never exists as
+/// one frame (nor as 10 million owned `Row`s).
+#[derive(Default)]
+pub struct Chunks {
+    b: Builder,
+}
+
+impl Chunks {
+    /// Add one row of the table labelled `label` of input `path`.
+    pub fn push(&mut self, path: &str, label: Option<&str>, r: &Row) {
+        self.b.push(path, label, r);
     }
-    b.finish()
+
+    /// Rows added since the last [`Chunks::take`].
+    pub fn len(&self) -> usize {
+        self.b.source.len()
+    }
+
+    /// No rows since the last [`Chunks::take`].
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows added so far as a frame (possibly empty: it still has the schema); starts over.
+    pub fn take(&mut self) -> Result<DataFrame> {
+        std::mem::take(&mut self.b).finish()
+    }
 }
 
 /// The fields of an aggregated contention row.

@@ -1,14 +1,17 @@
-//! One table written piece by piece. Parquet goes straight to disk, one row group per frame
-//! handed in, so memory holds one frame at a time however large the input; CSV and JSON are
-//! collected and written at the end. Like [`super::write`], the file appears under its name only
-//! when complete (temporary file + rename).
+//! One table written piece by piece. Files go straight to disk as frames are handed in (Parquet
+//! one row group per frame, CSV rows after one header, JSON objects of one array), so memory
+//! holds one frame at a time however large the input; the bytes are those of writing the whole
+//! table at once ([`super::write::write_frame_to`]). Standard output is collected and written at
+//! the end (an error then leaves nothing half-printed). Like [`super::write`], a file appears
+//! under its name only when complete (temporary file + rename).
 
 use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::write::{write_frame_to, Dest, FileFormat};
+use super::write::{flatten_lists, frame_to_json, write_frame_to, Dest, FileFormat};
 use crate::error::{Error, Result};
 
 enum State {
@@ -19,7 +22,18 @@ enum State {
         tmp: tempfile::NamedTempFile,
         writer: Box<polars::io::parquet::write::BatchedWriter<File>>,
     },
-    /// CSV/JSON frames kept until [`TableWriter::finish`].
+    /// CSV being written: the header with the first frame, rows with every frame.
+    Csv {
+        tmp: tempfile::NamedTempFile,
+        writer: Box<polars::io::csv::write::BatchedWriter<File>>,
+    },
+    /// A JSON array being written: `[`, then each frame's objects.
+    Json {
+        tmp: tempfile::NamedTempFile,
+        out: BufWriter<File>,
+        first: bool,
+    },
+    /// Frames for standard output, kept until [`TableWriter::finish`].
     Memory(Vec<DataFrame>),
 }
 
@@ -76,12 +90,38 @@ impl TableWriter {
         if matches!(self.state, State::Empty) {
             self.state = match (&self.dest, self.format) {
                 (Dest::File(path), FileFormat::Parquet) => self.open_parquet(path, &df)?,
-                _ => State::Memory(Vec::new()),
+                (Dest::File(path), FileFormat::Csv) => self.open_csv(path, &df)?,
+                (Dest::File(path), FileFormat::Json) => {
+                    let (tmp, file) = temp_in(path)?;
+                    let mut out = BufWriter::new(file);
+                    out.write_all(b"[\n")
+                        .map_err(|e| Error::io(path.display(), e))?;
+                    State::Json {
+                        tmp,
+                        out,
+                        first: true,
+                    }
+                }
+                (Dest::Stdout, _) => State::Memory(Vec::new()),
             };
         }
-        let ctx = |e| Error::polars(format!("writing {}", self.dest.display()), e);
+        let name = self.dest.display();
+        let ctx = |e| Error::polars(format!("writing {name}"), e);
         match &mut self.state {
             State::Parquet { writer, .. } => writer.write_batch(&df).map_err(ctx),
+            State::Csv { writer, .. } => {
+                // lists joined as write_frame_to joins them; one chunk per column, as the
+                // batched writer requires
+                let mut flat = flatten_lists(&df).map_err(ctx)?;
+                flat.rechunk_mut();
+                writer.write_batch(&flat).map_err(ctx)
+            }
+            State::Json { out, first, .. } => {
+                write_json_rows(out, &df, first).map_err(|e| match e {
+                    JsonError::Polars(e) => ctx(e),
+                    JsonError::Io(e) => Error::io(&name, e),
+                })
+            }
             State::Memory(v) => {
                 v.push(df);
                 Ok(())
@@ -90,21 +130,22 @@ impl TableWriter {
         }
     }
 
+    fn open_csv(&self, path: &Path, df: &DataFrame) -> Result<State> {
+        let (tmp, file) = temp_in(path)?;
+        // the schema after lists are joined: the header names are the same
+        let flat = flatten_lists(&df.clear()).map_err(self.ctx())?;
+        // unbuffered: the writer serializes whole batches of rows before each write
+        let writer = CsvWriter::new(file)
+            .batched(flat.schema())
+            .map_err(self.ctx())?;
+        Ok(State::Csv {
+            tmp,
+            writer: Box::new(writer),
+        })
+    }
+
     fn open_parquet(&self, path: &Path, df: &DataFrame) -> Result<State> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".lockcast-")
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io(dir.display(), e))?;
-        let file = tmp
-            .as_file()
-            .try_clone()
-            .map_err(|e| Error::io(path.display(), e))?;
+        let (tmp, file) = temp_in(path)?;
         let writer = ParquetWriter::new(file)
             .with_compression(ParquetCompression::Zstd(None))
             .batched(df.schema())
@@ -127,12 +168,20 @@ impl TableWriter {
             State::Parquet { tmp, writer } => {
                 writer.finish().map_err(self.ctx())?;
                 drop(writer);
-                let Dest::File(path) = &self.dest else {
-                    return Err(Error::Input("parquet stream to standard output".into()));
-                };
-                super::write::output_mode(tmp.path(), path)?;
-                tmp.persist(path)
-                    .map_err(|e| Error::io(path.display(), e.error))?;
+                self.persist(tmp)?;
+            }
+            State::Csv { tmp, mut writer } => {
+                writer.finish().map_err(self.ctx())?;
+                drop(writer);
+                self.persist(tmp)?;
+            }
+            State::Json { tmp, mut out, .. } => {
+                let name = self.dest.display();
+                out.write_all(b"\n]\n")
+                    .and_then(|()| out.flush())
+                    .map_err(|e| Error::io(&name, e))?;
+                drop(out);
+                self.persist(tmp)?;
             }
             State::Memory(frames) => {
                 let mut all = schema;
@@ -144,4 +193,72 @@ impl TableWriter {
         }
         Ok(self.rows)
     }
+}
+
+impl TableWriter {
+    /// Give the complete temporary file its final name.
+    fn persist(&self, tmp: tempfile::NamedTempFile) -> Result<()> {
+        let Dest::File(path) = &self.dest else {
+            return Err(Error::Input(
+                "a streamed table to standard output".into(),
+            ));
+        };
+        super::write::output_mode(tmp.path(), path)?;
+        tmp.persist(path)
+            .map_err(|e| Error::io(path.display(), e.error))?;
+        Ok(())
+    }
+}
+
+/// A temporary file next to `path` (so the rename stays on one file system) and a handle to it.
+fn temp_in(path: &Path) -> Result<(tempfile::NamedTempFile, File)> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".lockcast-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(dir.display(), e))?;
+    let file = tmp
+        .as_file()
+        .try_clone()
+        .map_err(|e| Error::io(path.display(), e))?;
+    Ok((tmp, file))
+}
+
+enum JsonError {
+    Polars(PolarsError),
+    Io(std::io::Error),
+}
+
+/// The rows of `df` as elements of the JSON array being written, exactly as
+/// `serde_json::to_writer_pretty` prints them inside the whole array: each object pretty-printed
+/// and indented one level (two spaces; strings hold no raw newline, so every line is the
+/// object's), `,\n` between elements.
+fn write_json_rows(
+    out: &mut impl Write,
+    df: &DataFrame,
+    first: &mut bool,
+) -> std::result::Result<(), JsonError> {
+    let serde_json::Value::Array(rows) = frame_to_json(df).map_err(JsonError::Polars)? else {
+        return Ok(());
+    };
+    for row in rows {
+        let text = serde_json::to_string_pretty(&row).map_err(|e| JsonError::Io(e.into()))?;
+        if !*first {
+            out.write_all(b",\n").map_err(JsonError::Io)?;
+        }
+        *first = false;
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                out.write_all(b"\n").map_err(JsonError::Io)?;
+            }
+            out.write_all(b"  ").map_err(JsonError::Io)?;
+            out.write_all(line.as_bytes()).map_err(JsonError::Io)?;
+        }
+    }
+    Ok(())
 }

@@ -153,7 +153,7 @@ pub fn write_frame_to(df: &DataFrame, dest: &Dest, format: FileFormat) -> Result
 }
 
 /// CSV cannot hold lists: join list-of-string cells with `;` (the folded-stack convention).
-fn flatten_lists(df: &DataFrame) -> PolarsResult<DataFrame> {
+pub(crate) fn flatten_lists(df: &DataFrame) -> PolarsResult<DataFrame> {
     let mut out = df.clone();
     let names: Vec<PlSmallStr> = df
         .columns()

@@ -23,6 +23,7 @@ mod perfetto;
 mod plots;
 mod record;
 mod seed;
+mod streaming;
 mod traces;
 mod usability;
 mod whatif;

@@ -1,0 +1,127 @@
+//! `parse` writes the lock tables a piece at a time (`--chunk-rows`, hidden: the default is
+//! 65 536 rows, more than any fixture has). Cutting a real capture into pieces of a few rows
+//! must give the very bytes (CSV, JSON) and rows (Parquet) of one piece, and the printed
+//! summary must count what the raw capture holds.
+
+use std::path::Path;
+
+use polars::prelude::*;
+
+use crate::common::{lockcast, stderr, stdout};
+
+/// `parse INPUT --table TABLES -o DIR --to FMT [--chunk-rows N]`; the files written, by name.
+fn tables(input: &str, tables: &str, fmt: &str, chunk: Option<&str>) -> Vec<(String, Vec<u8>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_string_lossy().into_owned();
+    let mut args = vec!["parse", input, "--table", tables, "-o", &out, "--to", fmt];
+    if let Some(n) = chunk {
+        args.extend(["--chunk-rows", n]);
+    }
+    let o = lockcast(&args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn parquet_frame(bytes: &[u8]) -> DataFrame {
+    ParquetReader::new(std::io::Cursor::new(bytes.to_vec()))
+        .finish()
+        .unwrap()
+}
+
+/// Row groups of a Parquet file: one per piece handed to the writer.
+fn row_groups(bytes: &[u8]) -> usize {
+    let mut r = ParquetReader::new(std::io::Cursor::new(bytes.to_vec()));
+    r.get_metadata().unwrap().row_groups.len()
+}
+
+fn same_text_in_pieces(input: &str, table: &str, chunk: &str) {
+    for fmt in ["csv", "json"] {
+        let whole = tables(input, table, fmt, None);
+        let cut = tables(input, table, fmt, Some(chunk));
+        assert_eq!(whole.len(), cut.len(), "{input} {fmt}");
+        for ((n, a), (m, b)) in whole.iter().zip(&cut) {
+            assert_eq!(n, m);
+            assert!(
+                a == b,
+                "{input} {n}: --chunk-rows {chunk} changed the bytes ({} vs {})",
+                a.len(),
+                b.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn streaming_perf_lock_rows_in_pieces_give_the_same_files() {
+    // 18 rows with -v stacks (list columns, joined in CSV), cut into pieces of 4
+    let v = "fixtures/captures/micro-16K-r1/contention-v.txt";
+    same_text_in_pieces(v, "lock_stats", "4");
+    // a mail with several labelled tables: block and label change between pieces
+    same_text_in_pieces(
+        "fixtures/seeds/lru-cache-small-large-folios-rfc-v3.txt",
+        "lock_stats",
+        "3",
+    );
+    let whole = tables(v, "lock_stats", "parquet", None);
+    let cut = tables(v, "lock_stats", "parquet", Some("4"));
+    let (a, b) = (parquet_frame(&whole[0].1), parquet_frame(&cut[0].1));
+    assert_eq!(a.height(), 18);
+    assert!(a.equals_missing(&b), "{a}\n{b}");
+    assert_eq!(row_groups(&whole[0].1), 1);
+    // 18 rows in pieces of 4: 4 full row groups and the last 2 rows
+    assert_eq!(row_groups(&cut[0].1), 5);
+}
+
+#[test]
+fn streaming_trace_waits_in_pieces_give_the_same_files() {
+    let t = "fixtures/traces/micro-16K-g/script-ns.txt.gz";
+    same_text_in_pieces(t, "contention,lock_stats", "7");
+    let whole = tables(t, "contention,lock_stats", "parquet", None);
+    let cut = tables(t, "contention,lock_stats", "parquet", Some("7"));
+    for ((n, a), (_, b)) in whole.iter().zip(&cut) {
+        let (fa, fb) = (parquet_frame(a), parquet_frame(b));
+        assert!(fa.equals_missing(&fb), "{n}");
+    }
+    // the trace's waits, as perf lock contention of the same recording counts them
+    let o = lockcast(&["parse", t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let contention = parquet_frame(&whole[0].1);
+    let found = stdout(&o);
+    assert!(
+        found.contains(&format!("contention: {} interval(s)", contention.height())),
+        "{found}"
+    );
+    assert!(row_groups(&cut[0].1) > row_groups(&whole[0].1));
+}
+
+#[test]
+fn streaming_a_named_table_of_a_mail_and_a_missing_one() {
+    let seed = "fixtures/seeds/lru-cache-small-large-folios-rfc-v3.txt";
+    let two = format!("{seed}#2");
+    same_text_in_pieces(&two, "lock_stats", "2");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.csv");
+    let o = lockcast(&[
+        "parse",
+        &format!("{seed}#99"),
+        "--table",
+        "lock_stats",
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("#99: the file has"), "{}", stderr(&o));
+    assert!(!out.exists(), "a failed parse left {}", out.display());
+    assert!(!Path::new(&out).with_extension("csv.tmp").exists());
+}
