@@ -85,7 +85,8 @@ fn streaming_perf_lock_rows_in_pieces_give_the_same_files() {
 
 #[test]
 fn streaming_trace_waits_in_pieces_give_the_same_files() {
-    let t = "fixtures/traces/micro-16K-g/script-ns.txt.gz";
+    // 95 waits of a raw tracefs capture, in pieces of 7
+    let t = "fixtures/ftrace/tracefs-6.18.44-default.txt";
     same_text_in_pieces(t, "contention,lock_stats", "7");
     let whole = tables(t, "contention,lock_stats", "parquet", None);
     let cut = tables(t, "contention,lock_stats", "parquet", Some("7"));
