@@ -199,9 +199,7 @@ impl TableWriter {
     /// Give the complete temporary file its final name.
     fn persist(&self, tmp: tempfile::NamedTempFile) -> Result<()> {
         let Dest::File(path) = &self.dest else {
-            return Err(Error::Input(
-                "a streamed table to standard output".into(),
-            ));
+            return Err(Error::Input("a streamed table to standard output".into()));
         };
         super::write::output_mode(tmp.path(), path)?;
         tmp.persist(path)
