@@ -226,7 +226,7 @@ impl<'a> Layout<'a> {
                 order.clone_from(&self.cpu_holds[ci]);
             }
             let req = &s.req;
-            order.sort_unstable_by_key(|&i| (req[i], i));
+            resort(order, |&i| (req[i], i));
             let (q, prefix) = (&mut s.q[ci], &mut s.prefix[ci]);
             q.clear();
             prefix.clear();
@@ -248,14 +248,16 @@ impl<'a> Layout<'a> {
         let mut v0 = Vec::with_capacity(n);
         for ci in 0..n {
             let (q, prefix) = (&s.q[ci], &s.prefix[ci]);
-            let virt = |t: i64| t - prefix[q.partition_point(|&x| x < t)];
+            // one cursor per kind of instant: each kind comes in near time order
+            let (mut at_req, mut at_fault, mut at_fault_req, mut at_b, mut at_e) = (0, 0, 0, 0, 0);
+            let virt = |t: i64, at: &mut usize| t - prefix[seek(q, t, at)];
             let pushed = &mut s.pushed[ci];
             pushed.clear();
             for item in &self.items[ci] {
                 pushed.push(match *item {
                     Item::Hold(i) => {
                         let h = &r.holds[i];
-                        let v = virt(s.req[i]);
+                        let v = virt(s.req[i], &mut at_req);
                         match h.side {
                             Side::Add => Intent::Drain { v, site: h.site },
                             Side::Free => Intent::Free {
@@ -272,8 +274,8 @@ impl<'a> Layout<'a> {
                         let f = &r.faults[fi];
                         let h = &r.holds[f.hold];
                         debug_assert_eq!(self.hold_ci[f.hold], ci);
-                        let vreq = virt(s.req[f.hold]);
-                        let vf = virt(f.ts).min(vreq);
+                        let vreq = virt(s.req[f.hold], &mut at_fault_req);
+                        let vf = virt(f.ts, &mut at_fault).min(vreq);
                         let delay = if h.last_fault == Some(fi) && h.trigger != Trigger::Explicit
                         {
                             let d = vreq - vf;
@@ -290,7 +292,9 @@ impl<'a> Layout<'a> {
                             order: f.order,
                             delay,
                             dies_in: f.freed_in,
-                            death: f.death.map(|(b, e)| (virt(b), virt(e))),
+                            death: f
+                                .death
+                                .map(|(b, e)| (virt(b, &mut at_b), virt(e, &mut at_e))),
                         }
                     }
                 });
@@ -301,7 +305,7 @@ impl<'a> Layout<'a> {
                 by_v.clear();
                 by_v.extend(0..pushed.len() as u32);
             }
-            by_v.sort_unstable_by_key(|&j| {
+            resort(by_v, |&j| {
                 let i = &pushed[j as usize];
                 (i.v(), rank(i), j)
             });
@@ -332,6 +336,49 @@ impl<'a> Layout<'a> {
             delay_zap: 0,
             has_discards: false,
         }
+    }
+}
+
+/// `q.partition_point(|&x| x < t)` (`q` sorted), walking from the previous answer `at` a few
+/// steps first: consecutive instants of one kind are close in time, so this is usually O(1).
+fn seek(q: &[i64], t: i64, at: &mut usize) -> usize {
+    let mut k = (*at).min(q.len());
+    for _ in 0..8 {
+        if k > 0 && q[k - 1] >= t {
+            k -= 1;
+        } else if k < q.len() && q[k] < t {
+            k += 1;
+        } else {
+            *at = k;
+            return k;
+        }
+    }
+    k = q.partition_point(|&x| x < t);
+    *at = k;
+    k
+}
+
+/// Sort `v` by a key that is unique per element (so the result is one order whatever the
+/// start). The start is the last calibration's order, which the next one barely changes: an
+/// insertion sort finishes that in a pass or two; a start far from sorted goes to the full sort.
+fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    let mut budget = 4 * v.len() + 64;
+    for i in 1..v.len() {
+        let x = v[i];
+        let kx = key(&x);
+        let mut j = i;
+        while j > 0 && key(&v[j - 1]) > kx {
+            if budget == 0 {
+                // v[j] duplicates the element shifted up from it (or is x's own slot): put x back
+                v[j] = x;
+                v.sort_unstable_by_key(key);
+                return;
+            }
+            budget -= 1;
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
     }
 }
 
