@@ -98,11 +98,12 @@ for c in "${cases[@]}"; do
     wi+=("$(timed "$LOCKCAST" whatif "$POLICY" "$c")")
     wi0+=("$(timed "$LOCKCAST" whatif "$POLICY" "$c" --bootstrap 0)")
   done
-  rss=$( { /usr/bin/time -f %M "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>/dev/null; } 2>&1 | tail -1)
+  /usr/bin/time -f %M -o "$tmp/rss" "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>&1
+  rss=$(tail -1 "$tmp/rss")
   mr=$(median "${rep[@]}"); mw=$(median "${wi[@]}"); m0=$(median "${wi0[@]}")
   br=- bw=- on=-
   if [ -n "$BASE" ]; then
-    br=$(median "${brep[@]}"); bw=$(median "${bwi[@]}"); on=$(ratio "$bw" "$mw")x
+    br=$(printf '%.3f' "$(median "${brep[@]}")"); bw=$(printf '%.3f' "$(median "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
   fi
   printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %8s\n' "${c#"$here/"}" "$(events "$c")" \
     "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$((rss / 1024))"

@@ -215,9 +215,7 @@ fn replay_with(
         free_at = grant + hold;
         spent[c] += wait + hold;
         end_ns[c] = free_at;
-        head[c] = streams[c]
-            .get(next[c])
-            .map_or(i64::MAX, |r| r.v + spent[c]);
+        head[c] = streams[c].get(next[c]).map_or(i64::MAX, |r| r.v + spent[c]);
     }
     Detailed {
         total: m,

@@ -276,8 +276,7 @@ impl<'a> Layout<'a> {
                         debug_assert_eq!(self.hold_ci[f.hold], ci);
                         let vreq = virt(s.req[f.hold], &mut at_fault_req);
                         let vf = virt(f.ts, &mut at_fault).min(vreq);
-                        let delay = if h.last_fault == Some(fi) && h.trigger != Trigger::Explicit
-                        {
+                        let delay = if h.last_fault == Some(fi) && h.trigger != Trigger::Explicit {
                             let d = vreq - vf;
                             match h.trigger {
                                 Trigger::Large => s.d_large.push(d as f64),
