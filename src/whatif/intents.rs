@@ -476,9 +476,6 @@ mod tests {
         assert_ne!(build(&rec, &other).streams, out.streams);
         // the capture's 759 free-side holds and 20519 folios added, no explicit drains (what
         // `whatif` prints as identities, counted from the raw events by reconstruct)
-        assert_eq!(
-            out.streams.iter().map(Vec::len).sum::<usize>(),
-            759 + 20519
-        );
+        assert_eq!(out.streams.iter().map(Vec::len).sum::<usize>(), 759 + 20519);
     }
 }
