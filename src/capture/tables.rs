@@ -183,7 +183,8 @@ fn build_ahead(
     std::thread::scope(|scope| {
         let (batch_tx, batch_rx) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Event>>();
-        let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Frames>(4);
+        // one piece ahead of the writer: each holds PIECE_ROWS rows of every table
+        let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Frames>(1);
         let reader = scope.spawn(move || {
             let mut rd = rd;
             loop {
@@ -292,9 +293,8 @@ fn build_ahead(
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         result?;
-        let built = built.ok_or_else(|| {
-            Error::Input(format!("{path}: the table builder stopped early"))
-        })?;
+        let built = built
+            .ok_or_else(|| Error::Input(format!("{path}: the table builder stopped early")))?;
         Ok((rd, built))
     })
 }
