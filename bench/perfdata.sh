@@ -21,6 +21,10 @@
 #   report 3.54 s, perf lock contention 3.96 s: 1.12x (goal: faster than perf, met)
 #   --base main@5c680f9: parse 97.5 s (1.26x), report 25.5 s (7.2x)
 #   peak RSS: parse 408 MiB, report 286 MiB, file 234.5 MiB (goal flat in the file size: missed)
+# Measured 2026-12-01, after the three-thread parse (reader, builders, writers), on a 94 MiB
+# lockcast record of lrufault 4K l10 (1.0 M events), --repeats 3, --base main@48ab68d, load 8-10:
+#   parse --table all 11.2 s / 7.87 s (two runs): 1.31x / 1.14x faster than base;
+#   text path / direct 1.74x / 1.62x (goal 10x: missed); peak RSS parse 284 MiB (base 241 MiB)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5

@@ -59,6 +59,9 @@ rows() {
     echo "foliochurn $s 3 128 300 dontneed record 1"
     echo "foliochurn $s 2 128 3000 dontneed record 1"
     echo "lrufault $s 2 16 10 dontneed perfg 1"
+    echo "lrufault $s 2 16 10 dontneed perfg 2"    # summary mode's validation (tables with callers)
+    echo "lrufault $s 4 16 10 dontneed perfg 1"
+    echo "lrufault $s 2 16 100 dontneed perfg 1"
     echo "lrufault $s 2 16 10 dontneed tracecmd 1"
   done
 }

@@ -2,10 +2,12 @@
 # Resource limits at full scale (issue 8): peak RSS and wall time of `lockcast parse` on
 # hostile inputs generated here at run time (never committed), from the repo's real captures.
 #   scripts/limits.sh [LOCKCAST_BINARY]      (default: target/release/lockcast, built if missing)
-#   LIMITS_CASES="names cpus" scripts/limits.sh   (a subset of: long-line blank names backwards cpus)
+#   LIMITS_CASES="names cpus" scripts/limits.sh   (a subset of: long-line blank names backwards cpus whatif)
 # Prints one line per case and mode: exit code, peak RSS (MiB), wall time, and the message a
 # user sees (the error, or the first line `parse` prints). tests/it/limits.rs checks the same
 # cases' outcomes at test scale; this script is for the numbers (not in CI: ~1.6 GB of input).
+# The whatif case: `whatif lru-cache` on the 16K replay capture and on the same capture repeated
+# 8 times end to end in time (two sizes of one workload; its peak RSS should not grow with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-${CARGO_TARGET_DIR:-target}/release/lockcast}"
@@ -69,7 +71,42 @@ with open(f"{work}/cpus.txt", "w") as f:
 PY
 
 printf '%-12s %6s %5s %10s %8s  %s\n' case size exit "rss_MiB" "time_s" "message"
-for c in ${LIMITS_CASES:-long-line blank names backwards cpus}; do
+for c in ${LIMITS_CASES:-long-line blank names backwards cpus whatif}; do
+  if [ "$c" = whatif ]; then
+    # the real capture's lines, copy k shifted by k x (its span + 1 s)
+    for k in 1 8; do
+      d="$work/whatif-x$k"
+      mkdir -p "$d"
+      cp fixtures/replay/micro-16K-r1/meta "$d/meta"
+      zcat fixtures/replay/micro-16K-r1/script-ns.txt.gz | python3 -c '
+import re, sys
+k = int(sys.argv[1])
+lines = sys.stdin.read().splitlines()
+stamp = re.compile(r"^(.*?\] +)(\d+)\.(\d{9}):")
+ts = [int(m.group(2)) * 10**9 + int(m.group(3)) for m in map(stamp.match, lines) if m]
+step = max(ts) - min(ts) + 10**9
+out = sys.stdout
+for c in range(k):
+    for l in lines:
+        m = stamp.match(l)
+        if not m:
+            out.write(l + "\n")
+            continue
+        t = int(m.group(2)) * 10**9 + int(m.group(3)) + c * step
+        out.write(f"{m.group(1)}{t // 10**9}.{t % 10**9:09d}:{l[m.end():]}\n")
+' "$k" | gzip -1 > "$d/script-ns.txt.gz"
+      size=$(zcat "$d/script-ns.txt.gz" | wc -l)ev
+      set +e
+      /usr/bin/time -v "$bin" whatif lru-cache "$d" >"$work/stdout" 2>"$work/stderr"
+      rc=$?
+      set -e
+      rss=$(grep 'Maximum resident set size' "$work/stderr" | grep -o '[0-9]*$')
+      wall=$(grep 'Elapsed (wall clock)' "$work/stderr" | awk '{print $NF}')
+      msg=$( { grep -m1 '^lockcast:' "$work/stderr" || grep -m1 '^predicted' "$work/stdout"; } | sed "s#$work/##" | tr -s ' ' | cut -c1-160)
+      printf '%-12s %6s %5s %10s %8s  %s\n' "whatif/x$k" "$size" "$rc" "$((rss / 1024))" "$wall" "$msg"
+    done
+    continue
+  fi
   f="$work/$c.txt"
   size=$(du -m "$f" | cut -f1)M
   for mode in strict lenient; do

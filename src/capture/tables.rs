@@ -92,61 +92,20 @@ pub fn read(
     }
     if one_pass {
         // a binary file cannot be cut into text pieces: one reader (the capture's, with its
-        // --kallsyms), frames handed on every PIECE_ROWS rows so memory stays bounded
-        let mut rd = open(spec, &open_opts)?.events("parse --table")?;
-        let new = || EventTables::new(&spec.path, &events, opts.open.lenient);
-        let mut t = new();
-        let (mut counts, mut first_bad) = (EventCounts::default(), None);
-        let mut flush = |t: &mut EventTables,
-                         counts: &mut EventCounts,
-                         first_bad: &mut Option<Diagnostic>|
-         -> Result<()> {
-            let c = t.counts();
-            counts.events += c.events;
-            counts.bad_payloads += c.bad_payloads;
-            if first_bad.is_none() {
-                *first_bad = t.first_bad().cloned();
-            }
-            for (table, df) in t.take()? {
-                emit(Table::Event(table), df)?;
-            }
-            *t = new();
-            Ok(())
+        // --kallsyms), the tables built on a second thread and written on this one
+        let rd = open(spec, &open_opts)?.events("parse --table")?;
+        let want = Wanted {
+            events: &events,
+            lock_stats: tables.contains(&Table::LockStats),
+            contention: tables.contains(&Table::Contention),
+            lenient: opts.open.lenient,
         };
-        let mut pairer = lock_tables.then(|| {
-            let mut p = Pairer::default();
-            p.set_source(&spec.path);
-            p
-        });
-        rd = read_ahead(rd, &spec.path, &mut |e| {
-            t.push(e)?;
-            if let Some(p) = pairer.as_mut() {
-                p.push(e);
-            }
-            if t.rows() >= PIECE_ROWS {
-                flush(&mut t, &mut counts, &mut first_bad)?;
-            }
-            Ok(())
-        })?;
-        flush(&mut t, &mut counts, &mut first_bad)?;
-        if let Some(p) = pairer {
-            let (contention, pairing) = p.finish()?;
-            summary.pairing = Some(pairing);
-            if tables.contains(&Table::LockStats) {
-                // as load::frame_of builds a trace's rows: the empty perf-lock frame, then them
-                let mut df = lock_stats::build(&[])?;
-                df.vstack_mut(&lock_stats::from_contention(&contention)?)
-                    .map_err(|e| Error::polars("appending trace lock_stats", e))?;
-                emit(Table::LockStats, df)?;
-            }
-            if tables.contains(&Table::Contention) {
-                emit(Table::Contention, contention)?;
-            }
-        }
+        let (rd, built) = build_ahead(rd, &spec.path, &want, emit)?;
+        summary.pairing = built.pairing;
         summary.skipped.push(rd.diagnostics().clone());
-        summary.events = Some(counts.events);
-        summary.bad_payloads = counts.bad_payloads;
-        summary.first_bad_payload = first_bad;
+        summary.events = Some(built.counts.events);
+        summary.bad_payloads = built.counts.bad_payloads;
+        summary.first_bad_payload = built.first_bad;
     } else if !events.is_empty() {
         let opened = open(spec, &open_opts)?;
         let io = ingest::Options {
@@ -191,21 +150,50 @@ pub fn read(
     Ok(summary)
 }
 
-/// Hand the events of `rd` to `each` in order, read on a second thread a batch at a time: the
-/// perf.data reader (records, payload text) and the table builders then run on two CPUs
-/// instead of taking turns on one. Gives the reader back (its diagnostics) at the end.
-fn read_ahead(
+/// The tables [`build_ahead`] builds.
+struct Wanted<'a> {
+    events: &'a [EventTable],
+    lock_stats: bool,
+    contention: bool,
+    lenient: bool,
+}
+
+/// What [`build_ahead`] found besides the frames it emitted.
+struct Built {
+    counts: EventCounts,
+    first_bad: Option<Diagnostic>,
+    pairing: Option<PairingCounts>,
+}
+
+/// Read the events of `rd`, build the tables of `want` and hand every frame to `emit` in order
+/// (each event table's frames of [`PIECE_ROWS`] rows, then `lock_stats` and `contention`), on
+/// three threads: the perf.data reader (records, payload text), the table builders and the
+/// writers (`emit`, this thread), so reading, building and Parquet encoding overlap instead of
+/// two of them taking turns on one CPU. The builder hands each batch of events back to the
+/// reader to be freed there: glibc frees a block fastest on the thread that allocated it, and
+/// freeing a million events' strings on the builder thread cost it more than a tenth of its time.
+/// Gives the reader back (its diagnostics) at the end.
+fn build_ahead(
     rd: Box<dyn EventRead + Send>,
     path: &str,
-    each: &mut dyn FnMut(&Event) -> Result<()>,
-) -> Result<Box<dyn EventRead + Send>> {
+    want: &Wanted<'_>,
+    emit: &mut dyn FnMut(Table, DataFrame) -> Result<()>,
+) -> Result<(Box<dyn EventRead + Send>, Built)> {
     const BATCH: usize = 4096;
     type Batch = std::result::Result<Vec<Event>, lockcast_parsers::Error>;
+    type Frames = Result<Vec<(Table, DataFrame)>>;
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (batch_tx, batch_rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Event>>();
+        // one piece ahead of the writer: each holds PIECE_ROWS rows of every table
+        let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Frames>(1);
         let reader = scope.spawn(move || {
             let mut rd = rd;
             loop {
+                // the builder is done with these: free them here, where they were allocated
+                while let Ok(old) = back_rx.try_recv() {
+                    drop(old);
+                }
                 let mut batch = Vec::with_capacity(BATCH);
                 let done = loop {
                     match rd.next_event() {
@@ -217,33 +205,117 @@ fn read_ahead(
                         }
                         Ok(None) => break true,
                         Err(e) => {
-                            let _ = tx.send(Err(e));
+                            let _ = batch_tx.send(Err(e));
                             return rd;
                         }
                     }
                 };
-                // a closed channel: the consumer failed and stopped
-                if (!batch.is_empty() && tx.send(Ok(batch)).is_err()) || done {
+                // a closed channel: the builder or the writer failed and stopped
+                if (!batch.is_empty() && batch_tx.send(Ok(batch)).is_err()) || done {
                     return rd;
                 }
             }
         });
+        let builder = scope.spawn(move || -> Option<Built> {
+            let new = || EventTables::new(path, want.events, want.lenient);
+            let mut t = new();
+            let mut built = Built {
+                counts: EventCounts::default(),
+                first_bad: None,
+                pairing: None,
+            };
+            let take = |t: &mut EventTables, built: &mut Built| -> Frames {
+                let c = t.counts();
+                built.counts.events += c.events;
+                built.counts.bad_payloads += c.bad_payloads;
+                if built.first_bad.is_none() {
+                    built.first_bad = t.first_bad().cloned();
+                }
+                let frames = t.take()?;
+                *t = new();
+                Ok(frames
+                    .into_iter()
+                    .map(|(table, df)| (Table::Event(table), df))
+                    .collect())
+            };
+            let mut pairer = (want.lock_stats || want.contention).then(|| {
+                let mut p = Pairer::default();
+                p.set_source(path);
+                p
+            });
+            for batch in &batch_rx {
+                let step = batch.map_err(|e| Error::parse(path, e)).and_then(|b| {
+                    for e in &b {
+                        t.push(e)?;
+                        if let Some(p) = pairer.as_mut() {
+                            p.push(e);
+                        }
+                    }
+                    let _ = back_tx.send(b);
+                    Ok(())
+                });
+                let step = match step {
+                    Ok(()) if t.rows() >= PIECE_ROWS => take(&mut t, &mut built),
+                    Ok(()) => Ok(Vec::new()),
+                    Err(e) => Err(e),
+                };
+                let failed = step.is_err();
+                if (!matches!(&step, Ok(v) if v.is_empty()) && frames_tx.send(step).is_err())
+                    || failed
+                {
+                    return None;
+                }
+            }
+            let mut last = take(&mut t, &mut built);
+            if let (Ok(frames), Some(p)) = (last.as_mut(), pairer) {
+                match lock_frames(p, want) {
+                    Ok((more, pairing)) => {
+                        frames.extend(more);
+                        built.pairing = Some(pairing);
+                    }
+                    Err(e) => last = Err(e),
+                }
+            }
+            let failed = last.is_err();
+            (frames_tx.send(last).is_ok() && !failed).then_some(built)
+        });
         let mut result = Ok(());
-        for batch in &rx {
-            let step = batch
-                .map_err(|e| Error::parse(path, e))
-                .and_then(|b| b.iter().try_for_each(&mut *each));
+        for frames in &frames_rx {
+            let step = frames.and_then(|v| v.into_iter().try_for_each(|(t, df)| emit(t, df)));
             if let Err(e) = step {
                 result = Err(e);
                 break;
             }
         }
-        drop(rx);
+        drop(frames_rx);
+        let built = builder
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
         let rd = reader
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        result.map(|()| rd)
+        result?;
+        let built = built
+            .ok_or_else(|| Error::Input(format!("{path}: the table builder stopped early")))?;
+        Ok((rd, built))
     })
+}
+
+/// `lock_stats` and `contention` of the waits `p` paired, as [`frame_of`] builds a
+/// trace's rows (the empty perf-lock frame, then them).
+fn lock_frames(p: Pairer, want: &Wanted<'_>) -> Result<(Vec<(Table, DataFrame)>, PairingCounts)> {
+    let (contention, pairing) = p.finish()?;
+    let mut out = Vec::new();
+    if want.lock_stats {
+        let mut df = lock_stats::build(&[])?;
+        df.vstack_mut(&lock_stats::from_contention(&contention)?)
+            .map_err(|e| Error::polars("appending trace lock_stats", e))?;
+        out.push((Table::LockStats, df));
+    }
+    if want.contention {
+        out.push((Table::Contention, contention));
+    }
+    Ok((out, pairing))
 }
 
 /// The partition value of each input: its file name without compression and text extensions;

@@ -300,6 +300,18 @@ pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
     }
 }
 
+/// Generator draws one [`resample`] of `s` takes (one per sample), so a replicate's
+/// generator state can be found without resampling.
+pub fn resample_draws(s: &Samples) -> usize {
+    s.add_spacing.len()
+        + s.d_pre.len()
+        + s.pre_free.len()
+        + s.begin_after_insert.len()
+        + s.arrived_before_insert.len()
+        + s.end_after_insert.len()
+        + s.end_before_free.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@
 
 use super::calibrate::Calibration;
 use super::policy::Request;
+use super::reconstruct::Side;
 use super::trace::{Observation, Via};
 use crate::duration::Ns;
 
@@ -139,22 +140,31 @@ fn replay_with(
         .collect();
     let mut next = vec![0usize; n];
     let mut spent = vec![0i64; n];
+    // each CPU's next arrival in real time (i64::MAX: stream done), so picking the earliest is
+    // a scan of one small array and only the served CPU's entry changes
+    let mut head: Vec<i64> = streams
+        .iter()
+        .map(|s| s.first().map_or(i64::MAX, |r| r.v))
+        .collect();
+    let holds = Holds::new(cal);
+    let gap = cal.gap_stamp_ns();
     let mut m = Metrics::default();
     let mut free_at = i64::MIN; // release of the last granted request
                                 // grants of requests not yet granted at the current arrival (bare-metal rule)
     let mut grants: std::collections::VecDeque<i64> = std::collections::VecDeque::new();
     loop {
         // earliest pending arrival; ties by CPU index keep the replay deterministic
-        let mut best: Option<(i64, usize)> = None;
-        for c in 0..n {
-            if let Some(r) = streams[c].get(next[c]) {
-                let t = r.v + spent[c];
-                if best.is_none_or(|(bt, _)| t < bt) {
-                    best = Some((t, c));
-                }
+        let mut c = usize::MAX;
+        let mut t = i64::MAX;
+        for (ci, &h) in head.iter().enumerate() {
+            if h < t {
+                t = h;
+                c = ci;
             }
         }
-        let Some((t, c)) = best else { break };
+        if c == usize::MAX {
+            break;
+        }
         let r = streams[c][next[c]];
         next[c] += 1;
         while grants.front().is_some_and(|&g| g <= t) {
@@ -169,14 +179,11 @@ fn replay_with(
         // `gap` after the release and its hold runs from there. An untraced one (fast path,
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
-            (
-                free_at + cal.gap_stamp_ns(),
-                cal.hold_after_grant(r.side, r.folios),
-            )
+            (free_at + gap, holds.after_grant(cal, r.side, r.folios))
         } else if busy {
-            (free_at, cal.hold_fast(r.side, r.folios))
+            (free_at, holds.fast(cal, r.side, r.folios))
         } else {
-            (t, cal.hold_fast(r.side, r.folios))
+            (t, holds.fast(cal, r.side, r.folios))
         };
         let wait = grant - t;
         let w = Ns::between(t, grant);
@@ -208,6 +215,7 @@ fn replay_with(
         free_at = grant + hold;
         spent[c] += wait + hold;
         end_ns[c] = free_at;
+        head[c] = streams[c].get(next[c]).map_or(i64::MAX, |r| r.v + spent[c]);
     }
     Detailed {
         total: m,
@@ -222,10 +230,56 @@ fn replay_with(
     }
 }
 
+/// The calibration's holds for batches of up to [`Holds::UPTO`] folios, looked up instead of
+/// recomputed (each is a float expression and a rounding per request otherwise); larger batches
+/// fall back to the calibration itself, so the values are the same.
+struct Holds {
+    fast: [[i64; Holds::UPTO]; 2],
+    after_grant: [[i64; Holds::UPTO]; 2],
+}
+
+impl Holds {
+    const UPTO: usize = 64;
+
+    fn new(cal: &Calibration) -> Self {
+        let mut h = Holds {
+            fast: [[0; Self::UPTO]; 2],
+            after_grant: [[0; Self::UPTO]; 2],
+        };
+        for (si, side) in [Side::Add, Side::Free].into_iter().enumerate() {
+            for k in 0..Self::UPTO {
+                h.fast[si][k] = cal.hold_fast(side, k as u32);
+                h.after_grant[si][k] = cal.hold_after_grant(side, k as u32);
+            }
+        }
+        h
+    }
+
+    fn side(side: Side) -> usize {
+        match side {
+            Side::Add => 0,
+            Side::Free => 1,
+        }
+    }
+
+    fn fast(&self, cal: &Calibration, side: Side, folios: u32) -> i64 {
+        match self.fast[Self::side(side)].get(folios as usize) {
+            Some(&h) => h,
+            None => cal.hold_fast(side, folios),
+        }
+    }
+
+    fn after_grant(&self, cal: &Calibration, side: Side, folios: u32) -> i64 {
+        match self.after_grant[Self::side(side)].get(folios as usize) {
+            Some(&h) => h,
+            None => cal.hold_after_grant(side, folios),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::whatif::reconstruct::Side;
 
     /// Add side, 1 folio: fast hold = pre_fast + post = 100; traced waiter: grant stamp 20 after
     /// the release, then holds d_pre + post = 150.

@@ -242,12 +242,13 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let samples = calibrate::samples(t, &rec);
     let cal = calibrate::fit(&samples, o.post_quantile);
     let baseline = policy::Baseline;
-    let point = |cal: &Calibration, p: &dyn Policy| -> Result<Metrics> {
-        let it = intents::build(&rec, cal);
-        Ok(des::replay(&p.requests(&it, ctx)?, cal, observation))
-    };
-    // the point estimates, with their breakdown by path (one intent build for both)
-    let it = intents::build(&rec, &cal);
+    // One layout of the streams for every calibration below; each calibration re-times it once
+    // and every policy replays the same intents.
+    let layout = intents::Layout::new(&rec);
+    let mut scratch = intents::Scratch::default();
+    let mut it = layout.empty();
+    layout.build_into(&cal, &mut scratch, &mut it);
+    // the point estimates, with their breakdown by path
     let rd = des::replay_detailed(&baseline.requests(&it, ctx)?, &cal, observation);
     let pd = des::replay_detailed(&policy.requests(&it, ctx)?, &cal, observation);
     let (replayed, predicted) = (rd.total, pd.total);
@@ -257,20 +258,49 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let alts = policy.alternatives();
     let mut variants: Vec<&dyn Policy> = vec![policy];
     variants.extend(alts.iter().map(|b| b.as_ref()));
+    // baseline first, then the variants: one replicate's metrics in that order
+    let mut all: Vec<&dyn Policy> = vec![&baseline];
+    all.extend(variants.iter().copied());
+    let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
+    // Each replicate's generator state, drawn in order from the one seeded generator (a
+    // resample takes one draw per sample), so the replicates are the sequential loop's whatever
+    // thread replays them.
     let mut rng = crate::stats::Rng::new(o.seed);
-    let bar = progress_bar(o, (o.bootstrap * (1 + variants.len())) as u64);
-    let mut boot_pred: Vec<Vec<Metrics>> = vec![Vec::new(); variants.len()];
-    let mut boot_base: Vec<Metrics> = Vec::new();
-    for _ in 0..o.bootstrap {
-        let c = calibrate::fit(&calibrate::resample(&samples, &mut rng), o.post_quantile);
-        boot_base.push(point(&c, &baseline)?);
-        bar.inc(1);
-        for (vi, p) in variants.iter().enumerate() {
-            boot_pred[vi].push(point(&c, *p)?);
-            bar.inc(1);
-        }
-    }
+    let draws = calibrate::resample_draws(&samples);
+    let starts: Vec<crate::stats::Rng> = (0..o.bootstrap)
+        .map(|_| {
+            let at = rng.clone();
+            for _ in 0..draws {
+                rng.next_u64();
+            }
+            at
+        })
+        .collect();
+    let eval = |c: &Calibration,
+                ps: &[&dyn Policy],
+                obs: Observation,
+                w: &mut (intents::Scratch, intents::Intents)|
+     -> Result<Vec<Metrics>> {
+        layout.build_into(c, &mut w.0, &mut w.1);
+        ps.iter()
+            .map(|p| Ok(des::replay(&p.requests(&w.1, ctx)?, c, obs)))
+            .collect()
+    };
+    let worker = || (intents::Scratch::default(), layout.empty());
+    let boot = par_map(starts.len(), worker, |j, w| {
+        let mut r = starts[j].clone();
+        let c = calibrate::fit(&calibrate::resample(&samples, &mut r), o.post_quantile);
+        let m = eval(&c, &all, observation, w);
+        bar.inc(all.len() as u64);
+        m
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     bar.finish_and_clear();
+    let boot_base: Vec<Metrics> = boot.iter().map(|m| m[0]).collect();
+    let boot_pred: Vec<Vec<Metrics>> = (0..variants.len())
+        .map(|vi| boot.iter().map(|m| m[1 + vi]).collect())
+        .collect();
     let mut interval = if o.bootstrap > 0 {
         let mut r = percentile_range(&boot_pred[0]);
         for b in &boot_pred[1..] {
@@ -292,7 +322,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         },
     );
     for p in &variants[1..] {
-        let m = point(&cal, *p)?;
+        let m = des::replay(&p.requests(&it, ctx)?, &cal, observation);
         widen(&mut interval, &Range { low: m, high: m });
     }
     let replayed_interval = if o.bootstrap > 0 {
@@ -304,7 +334,6 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         }
     };
 
-    let mut sensitivity = Vec::new();
     let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
     for q in [0.9, 0.99] {
         variants_cal.push((
@@ -325,16 +354,21 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
     variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
     variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
-    for (choice, c) in variants_cal {
+    let pair: [&dyn Policy; 2] = [&baseline, policy];
+    let sens = par_map(variants_cal.len(), worker, |j, w| {
+        eval(&variants_cal[j].1, &pair, observation, w)
+    });
+    let mut sensitivity = Vec::new();
+    for ((choice, _), m) in variants_cal.into_iter().zip(sens) {
+        let m = m?;
         sensitivity.push(Sensitivity {
             choice,
-            replayed: point(&c, &baseline)?,
-            predicted: point(&c, policy)?,
+            replayed: m[0],
+            predicted: m[1],
         });
     }
     for other in [Observation::Paravirt, Observation::BareMetal] {
         if other != observation {
-            let it = intents::build(&rec, &cal);
             sensitivity.push(Sensitivity {
                 choice: format!("observation={}", obs_name(other)),
                 replayed: des::replay(&baseline.requests(&it, ctx)?, &cal, other),
@@ -343,7 +377,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         }
     }
 
-    let mut identities = identities(&rec, &cal, ctx)?;
+    let mut identities = identities(&rec, &it, ctx)?;
     for h in rec
         .holds
         .iter()
@@ -458,7 +492,7 @@ pub fn obs_name(o: Observation) -> &'static str {
     }
 }
 
-fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<Identities> {
+fn identities(rec: &Reconstruction, it: &intents::Intents, ctx: &Context) -> Result<Identities> {
     let mut id = Identities {
         unknown_order: rec.unknown_order,
         ..Default::default()
@@ -487,7 +521,6 @@ fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<
             Side::Free => id.free_holds += 1,
         }
     }
-    let it = intents::build(rec, cal);
     for s in &it.streams {
         let mut zaps: BTreeMap<u32, (u32, u64)> = BTreeMap::new();
         for i in s {
@@ -506,12 +539,56 @@ fn identities(rec: &Reconstruction, cal: &Calibration, ctx: &Context) -> Result<
         }
     }
     id.add_holds_rule = policy::Baseline
-        .requests(&it, ctx)?
+        .requests(it, ctx)?
         .iter()
         .flatten()
         .filter(|r| r.side == Side::Add)
         .count() as u64;
     Ok(id)
+}
+
+/// `f(0..n)` in order, on up to as many threads as the machine has CPUs; each thread keeps
+/// its own `state` (reused buffers). The result does not depend on the thread count.
+fn par_map<T: Send, S>(
+    n: usize,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(usize, &mut S) -> T + Sync,
+) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(n);
+    if threads <= 1 {
+        let mut s = state();
+        return (0..n).map(|j| f(j, &mut s)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut s = state();
+                    let mut out = Vec::new();
+                    loop {
+                        let j = next.fetch_add(1, Ordering::Relaxed);
+                        if j >= n {
+                            break out;
+                        }
+                        out.push((j, f(j, &mut s)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(v) => v,
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    });
+    done.sort_unstable_by_key(|(j, _)| *j);
+    done.into_iter().map(|(_, t)| t).collect()
 }
 
 fn percentile_range(v: &[Metrics]) -> Range {

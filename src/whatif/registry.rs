@@ -93,9 +93,10 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "folio-size",
         about: "the same workload at another mTHP size, under today's batching rule",
         params: "folio_kb=N (required; validate takes it from AFTER's meta), time_scale=X or \
-                 target_duration_ns=N (untraced run time at the target size; default scale 1)",
+                 target_duration_ns=N (untraced run time at the target size; default scale 1); \
+                 on a perf lock table also from_kb=N (the table's size) and cpus=N",
         engine: Engine::Lock(policy::folio_size::make),
-        summary: None,
+        summary: Some(summary::run),
         needs: Some(&REPLAY),
         after_defaults: Some(policy::folio_size::after_defaults),
     },

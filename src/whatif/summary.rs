@@ -22,6 +22,13 @@
 //! folios are already batched 31 at a time; folios of `max_cached_pages` pages or more still
 //! drain at once) the answer is the identity, exactly 1.0, and no model is solved.
 //!
+//! `folio-size` on a table (`from_kb` the table's size, `folio_kb` the target's): the same
+//! work in folios of another size, under today's batching (31 order-0 folios per drain, a
+//! large folio alone), so m = pages(from)/pages(to) times the acquisitions; the CPUs' think
+//! time in total is the table's times `time_scale` (the untraced run times' ratio when the
+//! user has it; unknown, it is swept 0.5..2). The hold model and its calibration are the
+//! lru-cache ones, with the table's own batching as the baseline.
+//!
 //! Calibration from the table: the mean hold S under the table's own contention follows from
 //! its average wait (M2 solved for S at z); the per-folio cost s1 is local work that does not
 //! depend on contention ([`DEFAULT_S1_NS`], measured on this project's captures), so the fixed
@@ -60,6 +67,9 @@ pub struct Point {
     pub z: f64,
     /// Folios per drain under the policy.
     pub k: u32,
+    /// folio-size: the think-time scale of this point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<f64>,
     /// Per-folio hold cost assumed, ns.
     pub s1_ns: f64,
     /// Fixed share of a 1-folio hold (solved from the table unless given).
@@ -168,6 +178,8 @@ struct Model {
     phi: f64,
     f: f64,
     bare_metal: bool,
+    /// Folios per drain in the table's run (31 for order-0 folios, 1 for large ones today).
+    k0: u32,
 }
 
 /// One evaluation of the model, per unit of work, in units where a 1-folio add hold is 1.
@@ -183,21 +195,29 @@ struct Eval {
 }
 
 impl Model {
-    /// Mean hold of the baseline mix, in units of a 1-folio add hold.
-    fn s_bar1(&self) -> f64 {
-        let s_free = self.f + 31.0 * (1.0 - self.f);
-        (1.0 - self.phi) + self.phi * s_free
-    }
-
-    fn eval(&self, k: u32, z: f64) -> Eval {
-        let a_add = (1.0 - self.phi) / f64::from(k);
-        let a_free = self.phi;
+    /// Acquisitions and mean hold of a run with `k` folios per drain and `m` times the
+    /// table's folios for the same work, in units of a 1-folio add hold.
+    fn mix(&self, k: u32, m: f64) -> (f64, f64) {
+        let a_add = m * (1.0 - self.phi) / f64::from(k);
+        let a_free = m * self.phi;
         let a = a_add + a_free;
         let s_add = self.f + f64::from(k) * (1.0 - self.f);
         let s_free = self.f + 31.0 * (1.0 - self.f);
-        let s_bar = (a_add * s_add + a_free * s_free) / a;
-        // z is Z/S̄ in the baseline; total think per CPU is fixed, so Z per request ∝ 1/A
-        let z_abs = z * self.s_bar1() / a;
+        (a, (a_add * s_add + a_free * s_free) / a)
+    }
+
+    fn eval(&self, k: u32, z: f64) -> Eval {
+        self.eval_scaled(k, 1.0, 1.0, z)
+    }
+
+    /// The model under `k` folios per drain, `m` times the table's folios and the CPUs'
+    /// think time in total scaled by `time_scale`, at the table's load z = Z/S̄.
+    fn eval_scaled(&self, k: u32, m: f64, time_scale: f64, z: f64) -> Eval {
+        let (a0, s_bar0) = self.mix(self.k0, 1.0);
+        let (a, s_bar) = self.mix(k, m);
+        // z is Z/S̄ in the table's run; each CPU's think time in total is that run's times
+        // time_scale, spread over the requests it makes now
+        let z_abs = z * s_bar0 * a0 * time_scale / a;
         let (traced, wait, slow) = m2(self.n, s_bar, z_abs, self.bare_metal);
         let c = a * traced;
         let w = if slow > 0.0 {
@@ -213,15 +233,15 @@ impl Model {
         }
     }
 
-    /// Share of the baseline's acquisitions that are traced.
+    /// Share of the table's acquisitions that are traced.
     fn traced_share(&self, z: f64) -> f64 {
-        let e = self.eval(1, z);
+        let e = self.eval(self.k0, z);
         e.c / e.a
     }
 
-    /// Mean traced wait of the baseline in units of a 1-folio add hold.
+    /// Mean traced wait of the table's run in units of a 1-folio add hold.
     fn wait_per_traced(&self, z: f64) -> f64 {
-        let e = self.eval(1, z);
+        let e = self.eval(self.k0, z);
         if e.c > 0.0 {
             e.w / e.c
         } else {
@@ -272,8 +292,10 @@ fn solve_z(g: &dyn Fn(f64) -> f64) -> Option<f64> {
 /// Calibrate the baseline to the table: the fixed point of f = 1 − s1/S_add, where S_add is
 /// the hold that makes the model's mean traced wait the table's (or `hold_ns` when given) and
 /// z comes from `load`. Errors say why no (z, f) fits.
+#[allow(clippy::too_many_arguments)]
 fn fit(
     n: usize,
+    k0: u32,
     bare_metal: bool,
     load: Load,
     avg_wait_ns: f64,
@@ -286,6 +308,7 @@ fn fit(
         phi: 1.0 / 32.0,
         f,
         bare_metal,
+        k0,
     };
     let mut f = f_given.unwrap_or_else(|| hold_ns.map_or(0.9, |h| 1.0 - s1_ns / h));
     let mut out = None;
@@ -310,7 +333,7 @@ fn fit(
                         return f64::INFINITY;
                     }
                     let s_add = hold_ns.unwrap_or(avg_wait_ns / per);
-                    let e = m.eval(1, z);
+                    let e = m.eval(k0, z);
                     let a = n as f64 * t_ns / (s_add * e.cycle / e.a);
                     (a * m.traced_share(z) - c) / c
                 };
@@ -332,7 +355,7 @@ fn fit(
         let s_add = hold_ns.unwrap_or(avg_wait_ns / per);
         let a = match load {
             Load::Duration(t_ns, _) => {
-                let e = m.eval(1, z);
+                let e = m.eval(k0, z);
                 Some(n as f64 * t_ns / (s_add * e.cycle / e.a))
             }
             _ => None,
@@ -371,8 +394,14 @@ fn fit(
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct SummaryParams {
-    /// mTHP size of the workload in KiB: required (a table does not say).
+    /// mTHP size in KiB: required (a table does not say). lru-cache: the table's size;
+    /// folio-size: the size to predict.
     folio_kb: u64,
+    /// folio-size: the table's mTHP size in KiB (required there).
+    from_kb: Option<u64>,
+    /// folio-size: the CPUs' think time in total at the target size over the table's (the
+    /// untraced run times' ratio; default 1: same work, same time).
+    time_scale: f64,
     /// CPUs contending: required.
     cpus: usize,
     /// Lock acquisitions, when known: fixes the load from the traced share C/A (overrides the
@@ -403,6 +432,8 @@ impl Default for SummaryParams {
     fn default() -> Self {
         SummaryParams {
             folio_kb: 0,
+            from_kb: None,
+            time_scale: 1.0,
             cpus: 0,
             acquisitions: None,
             duration_s: None,
@@ -433,10 +464,38 @@ fn folios_per_drain_today(order: u32) -> u32 {
 pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<SummaryOutcome> {
     let p: SummaryParams = params::parse(policy, set)?;
     let (folio_kb, cpus) = (p.folio_kb, p.cpus);
-    if folio_kb < 4 || !folio_kb.is_power_of_two() || cpus < 2 {
+    let size_ok = |kb: u64| kb >= 4 && kb.is_power_of_two();
+    if !size_ok(folio_kb) || cpus < 2 {
         return Err(Error::Usage(
             "a perf lock table has no folio size or CPU count: pass --set folio_kb=N (e.g. 16) and --set cpus=N (threads contending, at least 2)".into(),
         ));
+    }
+    let resize = policy == "folio-size";
+    // folio-size: the table's own size and the target's; lru-cache: the table's size only
+    let table_kb = match (resize, p.from_kb) {
+        (true, Some(kb)) if size_ok(kb) => kb,
+        (true, _) => {
+            return Err(Error::Usage(
+                "folio-size on a perf lock table: pass --set from_kb=N (the table's mTHP size, a power of two, at least 4) and --set folio_kb=N (the size to predict)".into(),
+            ))
+        }
+        (false, Some(_)) => {
+            return Err(Error::Usage(
+                "from_kb is a folio-size parameter; lru-cache takes the table's size as folio_kb".into(),
+            ))
+        }
+        (false, None) => folio_kb,
+    };
+    if !resize && set.contains_key("time_scale") {
+        return Err(Error::Usage(
+            "time_scale is a folio-size parameter: lru-cache keeps the run's work".into(),
+        ));
+    }
+    if !(p.time_scale.is_finite() && p.time_scale > 0.0) {
+        return Err(Error::Usage(format!(
+            "time_scale {} must be positive",
+            p.time_scale
+        )));
     }
     let f_given = p.f;
     let s1_ns = p.s1_ns;
@@ -501,7 +560,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         p.batch_page_cap,
         p.drain_rule,
     );
-    let order = (folio_kb / 4).trailing_zeros();
+    let order = (table_kb / 4).trailing_zeros();
     let k_main = folios_per_drain(order, mcp, fcap, pcap, rule);
     let other = match rule {
         DrainRule::AfterAdd => DrainRule::BeforeAdd,
@@ -509,6 +568,27 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
     };
     let k_alt = folios_per_drain(order, mcp, fcap, pcap, other);
     let k_today = folios_per_drain_today(order);
+    // what the answer compares: the table's run (k0 folios per drain) against runs of `ks`
+    // folios per drain with m times the folios for the same work
+    // folio-size: the think time at the target size is the least known input, so the range
+    // sweeps it (a given time_scale by ±25%, an unknown one over 0.5..2)
+    let ts_given = set.contains_key("time_scale");
+    let (k0, ks, m, scales) = if resize {
+        let to = (folio_kb / 4).trailing_zeros();
+        let ts = p.time_scale;
+        (
+            k_today,
+            vec![folios_per_drain_today(to)],
+            (1u64 << order) as f64 / (1u64 << to) as f64,
+            if ts_given {
+                vec![ts, ts * 0.8, ts * 1.25]
+            } else {
+                vec![1.0, 0.5, 2.0]
+            },
+        )
+    } else {
+        (k_today, vec![k_main, k_alt], 1.0, vec![1.0])
+    };
     let mut params = BTreeMap::new();
     let mut notes = Vec::new();
     // A table that measured holds (/proc/lock_stat, klockstat) gives the hold directly: a
@@ -571,7 +651,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             acq.unwrap_or_default()
         )));
     }
-    for (k, v) in [
+    let mut pairs = vec![
         ("folio_kb", folio_kb.to_string()),
         ("cpus", cpus.to_string()),
         ("s1_ns", s1_ns.to_string()),
@@ -582,11 +662,17 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             }),
         ),
         ("observation", p.observation.clone()),
-        ("max_cached_pages", mcp.to_string()),
-        ("batch_folio_cap", fcap.to_string()),
-        ("batch_page_cap", pcap.to_string()),
-        ("drain_rule", rule.to_string()),
-    ] {
+    ];
+    if resize {
+        pairs.push(("from_kb", table_kb.to_string()));
+        pairs.push(("time_scale", p.time_scale.to_string()));
+    } else {
+        pairs.push(("max_cached_pages", mcp.to_string()));
+        pairs.push(("batch_folio_cap", fcap.to_string()));
+        pairs.push(("batch_page_cap", pcap.to_string()));
+        pairs.push(("drain_rule", rule.to_string()));
+    }
+    for (k, v) in pairs {
         params.insert(k.to_string(), v);
     }
     if let Some(d) = p.duration_s {
@@ -617,8 +703,15 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         }
     };
     // the patch changes nothing where it batches as today does: exactly 1.0, no model
-    if k_main == k_today && k_alt == k_today {
-        let why = if order == 0 {
+    let same = if resize {
+        table_kb == folio_kb
+    } else {
+        k_main == k_today && k_alt == k_today
+    };
+    if same {
+        let why = if resize {
+            format!("folio_kb = from_kb = {folio_kb}: the same run")
+        } else if order == 0 {
             format!(
                 "order-0 folios ({folio_kb} KiB) already go through the per-CPU batch today, \
                  {k_today} per drain: the patch does not change their batching"
@@ -633,6 +726,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         let one = Point {
             z: f64::NAN,
             k: k_today,
+            time_scale: None,
             s1_ns,
             f: f64::NAN,
             hold_ns: f64::NAN,
@@ -649,7 +743,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         o.identity = Some(why);
         return Ok(o);
     }
-    if k_today != 1 {
+    if !resize && k_today != 1 {
         return Err(Error::Usage(format!(
             "folio_kb={folio_kb} with these caps batches {k_main}/{k_alt} folios per drain \
              against {k_today} today: the closed-form model covers only large folios that drain \
@@ -673,19 +767,28 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             )));
         }
     }
-    let point_of = |k: u32, load: Load, s1: f64| -> std::result::Result<(Point, Fit), String> {
-        let fit = fit(cpus, bare_metal, load, avg_wait, s1, f_given, hold_ns)?;
+    let point_of = |k: u32,
+                    time_scale: f64,
+                    load: Load,
+                    s1: f64|
+     -> std::result::Result<(Point, Fit), String> {
+        let fit = fit(cpus, k0, bare_metal, load, avg_wait, s1, f_given, hold_ns)?;
         let model = Model {
             n: cpus,
             phi: 1.0 / 32.0,
             f: fit.f,
             bare_metal,
+            k0,
         };
-        let (e1, ek) = (model.eval(1, fit.z), model.eval(k, fit.z));
+        let (e1, ek) = (
+            model.eval(k0, fit.z),
+            model.eval_scaled(k, m, time_scale, fit.z),
+        );
         Ok((
             Point {
                 z: fit.z,
                 k,
+                time_scale: resize.then_some(time_scale),
                 s1_ns: s1,
                 f: fit.f,
                 hold_ns: fit.s_add,
@@ -736,7 +839,7 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             );
             sweep_z(f64::INFINITY)
         }
-        Some(load) => match point_of(k_main, load, s1_ns) {
+        Some(load) => match point_of(ks[0], scales[0], load, s1_ns) {
             Ok((_, f)) => {
                 let a = acq.or(f.a).unwrap_or(f64::INFINITY);
                 let share = contended as f64 / a;
@@ -772,18 +875,28 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
             Err(why) => return Err(refuse(why)),
         },
     };
-    let (point, point_fit) = point_of(k_main, loads[0], s1_ns).map_err(refuse)?;
+    let (point, point_fit) = point_of(ks[0], scales[0], loads[0], s1_ns).map_err(refuse)?;
     let mut sweep = Vec::new();
     let mut refused = 0usize;
-    for k in [k_main, k_alt] {
-        for &load in &loads {
-            for s1 in [s1_ns / 2.0, s1_ns, s1_ns * 2.0] {
-                match point_of(k, load, s1) {
-                    Ok((pt, _)) => sweep.push(pt),
-                    Err(_) => refused += 1,
+    for &k in &ks {
+        for &ts in &scales {
+            for &load in &loads {
+                for s1 in [s1_ns / 2.0, s1_ns, s1_ns * 2.0] {
+                    match point_of(k, ts, load, s1) {
+                        Ok((pt, _)) => sweep.push(pt),
+                        Err(_) => refused += 1,
+                    }
                 }
             }
         }
+    }
+    if resize && !ts_given {
+        notes.push(
+            "time_scale unknown: the CPUs' think time at the target size is taken as the \
+             table's (swept 0.5..2); pass --set time_scale= the untraced run time at the target \
+             size over the table's"
+                .to_string(),
+        );
     }
     if refused > 0 {
         notes.push(format!(
@@ -800,11 +913,17 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
         ));
     }
     let mut o = base(point, sweep, acquisitions, notes.clone());
-    let mut reasons = vec![
+    let mut reasons = vec![if resize {
+        "closed-form model on one table: judged on this machine's tables at 4K..128K \
+         (experiments/results/summary-validation.md) it misses the measured table at the \
+         target size by a median 35-71% and up to +330% (largest for jumps of 4x or more): \
+         read the ratio's direction and rough size, not its digits"
+            .to_string()
+    } else {
         "closed-form model on one table: no replay to check it against (on the seed it is \
          within 20% of the posted ratios)"
-            .to_string(),
-    ];
+            .to_string()
+    }];
     reasons.extend(notes);
     o.verdict = Verdict {
         level: Level::Rough,
@@ -882,8 +1001,11 @@ pub fn text(s: &SummaryOutcome) -> String {
     );
     t += "  sweep (k folios per drain, z = think/hold, s1 per-folio ns):\n";
     for p in &s.sweep {
+        let ts = p
+            .time_scale
+            .map_or(String::new(), |x| format!("ts={x:<6.3} "));
         t += &format!(
-            "    k={:<2} z={:<6.3} s1={:<4} f={:.3}  contended {:.2}x  total wait {:.2}x\n",
+            "    k={:<2} {ts}z={:<6.3} s1={:<4} f={:.3}  contended {:.2}x  total wait {:.2}x\n",
             p.k, p.z, p.s1_ns, p.f, p.ratio_contended, p.ratio_total_wait
         );
     }

@@ -13,6 +13,8 @@
 //! [`PrintFmt::parse`] fail; the caller then prints the fields raw, as perf does for an event
 //! whose format it cannot parse (`[FAILED TO PARSE] field=value …`).
 
+use std::borrow::Cow;
+
 use super::tracing::{EventFormat, Field, FieldKind};
 
 /// A parsed print fmt, ready to render records of its event.
@@ -544,11 +546,12 @@ fn eval_const(e: &Expr) -> Option<i64> {
     })
 }
 
-/// A value while evaluating: a number or a string.
+/// A value while evaluating: a number or a string (borrowed from the print fmt or the record
+/// where it can be: most payloads print a literal or a field's text unchanged).
 #[derive(Debug, Clone, PartialEq)]
-enum Value {
+enum Value<'a> {
     Num(i64),
-    Str(String),
+    Str(Cow<'a, str>),
 }
 
 /// One raw record and how to read its fields.
@@ -603,6 +606,10 @@ impl Record<'_> {
 
     /// A string field: a char array or a dynamic string, up to its NUL.
     pub fn string(&self, f: &Field) -> Option<String> {
+        self.str_of(f).map(Cow::into_owned)
+    }
+
+    fn str_of(&self, f: &Field) -> Option<Cow<'_, str>> {
         let b = match f.kind {
             FieldKind::DataLoc | FieldKind::RelLoc => {
                 let (off, len) = self.dyn_loc(f)?;
@@ -611,26 +618,26 @@ impl Record<'_> {
             _ => self.bytes(f.offset, f.size)?,
         };
         let end = memchr::memchr(0, b).unwrap_or(b.len());
-        Some(String::from_utf8_lossy(&b[..end]).into_owned())
+        Some(String::from_utf8_lossy(&b[..end]))
     }
 
     fn field(&self, name: &str) -> Option<&Field> {
         self.format.field(name)
     }
 
-    fn eval(&self, e: &Expr) -> Option<Value> {
+    fn eval<'e>(&'e self, e: &'e Expr) -> Option<Value<'e>> {
         Some(match e {
             Expr::Num(n) => Value::Num(*n),
-            Expr::Str(s) => Value::Str(s.clone()),
+            Expr::Str(s) => Value::Str(Cow::Borrowed(s)),
             Expr::Field(name) => {
                 let f = self.field(name)?;
                 match f.kind {
                     FieldKind::Number => Value::Num(self.number(f)?),
-                    _ if f.is_string() => Value::Str(self.string(f)?),
+                    _ if f.is_string() => Value::Str(self.str_of(f)?),
                     _ => return None,
                 }
             }
-            Expr::GetStr(name) => Value::Str(self.string(self.field(name)?)?),
+            Expr::GetStr(name) => Value::Str(self.str_of(self.field(name)?)?),
             Expr::DynLen(name) => Value::Num(self.dyn_loc(self.field(name)?)?.1 as i64),
             Expr::Unary(c, x) => Value::Num(unary(*c, self.num(x)?)),
             Expr::Bin(op, a, b) => Value::Num(bin(*op, self.num(a)?, self.num(b)?)),
@@ -674,14 +681,14 @@ impl Record<'_> {
                     }
                     out.push_str(&format!("0x{:x}", v as u64));
                 }
-                Value::Str(out)
+                Value::Str(Cow::Owned(out))
             }
             Expr::Symbolic { val, syms } => {
                 let v = self.num(val)?;
                 match syms.iter().find(|(sv, _)| *sv == v) {
-                    Some((_, Some(s))) => Value::Str(s.clone()),
-                    Some((_, None)) => Value::Str(String::new()),
-                    None => Value::Str(format!("0x{:x}", v as u64)),
+                    Some((_, Some(s))) => Value::Str(Cow::Borrowed(s)),
+                    Some((_, None)) => Value::Str(Cow::Borrowed("")),
+                    None => Value::Str(Cow::Owned(format!("0x{:x}", v as u64))),
                 }
             }
         })
@@ -732,7 +739,8 @@ impl PrintFmt {
     /// Render one record as perf script prints its payload; `None` when a field is missing or
     /// an argument has the wrong kind (the caller falls back to the raw fields).
     pub fn render(&self, rec: &Record<'_>) -> Option<String> {
-        let mut out = String::new();
+        // about the longest payload of the replay events: no regrowing while it is written
+        let mut out = String::with_capacity(128);
         let mut args = self.args.iter();
         for piece in &self.pieces {
             match piece {
@@ -902,7 +910,7 @@ fn format_one(spec: &Spec, v: &Value) -> Option<String> {
         ('s', Value::Str(s)) => {
             let s = match spec.prec {
                 Some(p) => s.chars().take(p).collect(),
-                None => s.clone(),
+                None => s.to_string(),
             };
             Some(pad(spec, s, 0))
         }

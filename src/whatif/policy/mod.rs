@@ -50,7 +50,7 @@ pub struct Context {
 }
 
 /// A patch's effect on lock requests.
-pub trait Policy: std::fmt::Debug {
+pub trait Policy: std::fmt::Debug + Send + Sync {
     /// Name as used on the command line.
     fn name(&self) -> &'static str;
     /// Parameters as `key=value` text, for reports.

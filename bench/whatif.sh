@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench/whatif.sh - what-if cost against the cost of reading the capture (issue 16), side by
+# side in one run (REPEATS rounds, default 3, the commands alternating, page cache warm;
+# medians and ratios):
+#   (a) per capture: `lockcast report CAPTURE`, `lockcast whatif POLICY CAPTURE` (its default
+#       200-replicate interval) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
+#   (b) with --base PATH (an older lockcast build): its report and whatif in the same rounds,
+#       and the ratio old / new;
+#   (c) peak RSS of whatif per capture (GNU time, one extra run);
+#   (d) with --base: the interval of every bundled capture (fixtures/replay/*), old and new
+#       (width = high - low of contended and of total wait; the point estimates must agree);
+#   (e) replay throughput: examples/replay_bench (des::replay beside a heap merge of the same
+#       request streams), when built: cargo build --release --example replay_bench.
+#
+# Captures: the bundled fixtures/replay/micro-16K-r1 (64 k events) and micro-4K-r1 (248 k
+# events), and a ~2 M-event `lockcast record` directory: --data DIR, or recorded here into
+# $CARGO_TARGET_DIR/bench-whatif/ (root; lrufault -t 2 -s 16 -l 100 -a dontneed at 16K mTHP, the
+# validation matrix's 10x-run-length row; `lockcast record` restores mTHP; the run holds
+# /tmp/lockcast-capture.lock so no other capture runs beside it).
+#
+# usage: bench/whatif.sh [--repeats N] [--data DIR] [--lockcast PATH] [--base PATH]
+#                        [--policy NAME] [--only small|large]
+set -euo pipefail
+PROG=${0##*/}
+REPEATS=3
+here=$(cd "$(dirname "$0")/.." && pwd)
+DATA=
+BASE=
+POLICY=lru-cache
+ONLY=
+LOCKCAST=${CARGO_TARGET_DIR:-$here/target}/release/lockcast
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --repeats) REPEATS=$2; shift 2 ;;
+    --data) DATA=$2; shift 2 ;;
+    --lockcast) LOCKCAST=$2; shift 2 ;;
+    --base) BASE=$2; shift 2 ;;
+    --policy) POLICY=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[ -x "$LOCKCAST" ] || { echo "$PROG: no lockcast binary at $LOCKCAST (cargo build --release, or --lockcast PATH)" >&2; exit 2; }
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$PROG: no lockcast binary at --base $BASE" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/lockcast-bench-whatif.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+cases=()
+if [ "$ONLY" != large ]; then
+  cases+=("$here/fixtures/replay/micro-16K-r1" "$here/fixtures/replay/micro-4K-r1")
+fi
+if [ "$ONLY" != small ]; then
+  if [ -z "$DATA" ]; then
+    DATA=${CARGO_TARGET_DIR:-$here/target}/bench-whatif/lrufault-16K-t2-s16-l100-dontneed
+    if [ ! -e "$DATA/perf.data" ]; then
+      [ "$(id -u)" = 0 ] || { echo "$PROG: recording $DATA needs root (or pass --data DIR)" >&2; exit 2; }
+      command -v cc >/dev/null || { echo "$PROG: cc not found (the workload is C)" >&2; exit 2; }
+      cc -O2 -pthread -o "$tmp/lrufault" "$here/fixtures/workload/lrufault.c"
+      mkdir -p "$(dirname "$DATA")"
+      rm -rf "$DATA"
+      echo "$PROG: recording $DATA (waits for /tmp/lockcast-capture.lock)" >&2
+      flock /tmp/lockcast-capture.lock "$LOCKCAST" record --mthp 16K -o "$DATA" -- \
+        "$tmp/lrufault" -t 2 -s 16 -l 100 -a dontneed >&2
+    fi
+  fi
+  cases+=("$DATA")
+fi
+
+now() { date +%s.%N; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+ratio() { echo "scale=2; $1 / $2" | bc; }
+timed() { # command... ; prints seconds
+  local t0 t1
+  t0=$(now)
+  "$@" > /dev/null 2>&1
+  t1=$(now)
+  echo "$t1 - $t0" | bc
+}
+events() { # capture dir
+  if [ -e "$1/perf.data" ]; then
+    perf script -i "$1/perf.data" -F event 2>/dev/null | wc -l
+  else
+    zcat "$1/script-ns.txt.gz" | wc -l
+  fi
+}
+
+echo "lockcast $LOCKCAST${BASE:+, base $BASE}; policy $POLICY; $REPEATS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %8s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'rss_MiB'
+for c in "${cases[@]}"; do
+  rep=() wi=() wi0=() brep=() bwi=()
+  for i in $(seq 1 "$REPEATS"); do
+    if [ -n "$BASE" ]; then
+      brep+=("$(timed "$BASE" report "$c")")
+      bwi+=("$(timed "$BASE" whatif "$POLICY" "$c")")
+    fi
+    rep+=("$(timed "$LOCKCAST" report "$c")")
+    wi+=("$(timed "$LOCKCAST" whatif "$POLICY" "$c")")
+    wi0+=("$(timed "$LOCKCAST" whatif "$POLICY" "$c" --bootstrap 0)")
+  done
+  /usr/bin/time -f %M -o "$tmp/rss" "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>&1
+  rss=$(tail -1 "$tmp/rss")
+  mr=$(median "${rep[@]}"); mw=$(median "${wi[@]}"); m0=$(median "${wi0[@]}")
+  br=- bw=- on=-
+  if [ -n "$BASE" ]; then
+    br=$(printf '%.3f' "$(median "${brep[@]}")"); bw=$(printf '%.3f' "$(median "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
+  fi
+  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %8s\n' "${c#"$here/"}" "$(events "$c")" \
+    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$((rss / 1024))"
+done
+echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x)"
+
+if [ -n "$BASE" ] && [ "$ONLY" != large ]; then
+  echo
+  echo "interval on the bundled captures (width = high - low; point = predicted), old vs new:"
+  printf '%-22s %12s %12s %16s %16s %6s\n' capture 'contended_old' 'contended_new' 'total_wait_old' 'total_wait_new' point
+  w='.rows[0] | [.interval.high.contended - .interval.low.contended, .interval.high.total_wait_ns - .interval.low.total_wait_ns, .predicted.contended, .predicted.total_wait_ns] | @tsv'
+  for d in "$here"/fixtures/replay/*/; do
+    d=${d%/}
+    read -r oc ow op opw _ < <("$BASE" whatif "$POLICY" "$d" --json 2>/dev/null | jq -r "$w")
+    read -r nc nw np npw _ < <("$LOCKCAST" whatif "$POLICY" "$d" --json 2>/dev/null | jq -r "$w")
+    same=same; [ "$op $opw" = "$np $npw" ] || same=DIFFER
+    printf '%-22s %12s %12s %16s %16s %6s\n' "${d##*/}" "$oc" "$nc" "$ow" "$nw" "$same"
+  done
+fi
+
+rb=${CARGO_TARGET_DIR:-$here/target}/release/examples/replay_bench
+if [ -x "$rb" ]; then
+  echo
+  echo "replay throughput ($rb, median of 5):"
+  "$rb"
+fi
