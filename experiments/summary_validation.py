@@ -62,6 +62,10 @@ def untraced(matrix, kb, t, g, l):
     return int(m.group(1)) if m else None
 
 
+def within(ratio, rng):
+    return rng[0] <= ratio <= rng[1]
+
+
 def err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
@@ -110,7 +114,9 @@ def main():
                         row.update(pred_contended=j["predicted_contended"],
                                    pred_wait_ns=j["predicted_total_wait_ns"],
                                    err_contended=err(j["predicted_contended"], mc),
-                                   err_wait=err(j["predicted_total_wait_ns"], mw))
+                                   err_wait=err(j["predicted_total_wait_ns"], mw),
+                                   inside_c=within(j["contended"] / mc, j["ratio_contended_range"]),
+                                   inside_w=within(j["total_wait_ns"] / mw, j["ratio_total_wait_range"]))
                     rows.append(row)
     write(a.out, rows, groups)
 
@@ -129,7 +135,8 @@ def write(path, rows, groups):
             "Errors are (predicted − measured) / measured.\n\n")
     w.write(f"Groups: {', '.join(f't{t} s{g} l{l} r{r}' for (t, g, l, r) in sorted(groups))}\n\n")
     w.write("| model choice | pairs | refused | contended: within 30% | median abs err | worst | "
-            "total wait: within 30% | median abs err | worst |\n|---|---|---|---|---|---|---|---|---|\n")
+            "total wait: within 30% | median abs err | worst | measured ratio inside the range (contended / wait) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
     for label, _, _ in VARIANTS:
         rs = [r for r in rows if r["variant"] == label]
         ok = [r for r in rs if "err_contended" in r]
@@ -142,7 +149,8 @@ def write(path, rows, groups):
         fmt = lambda r, k: f"{r[k]:+.0f}% ({r['x']}K→{r['y']}K, {r['group']})" if r else "-"
         w.write(f"| {label} | {len(rs)} | {len(rs) - len(ok)} | "
                 f"{sum(e <= 30 for e in ec)}/{len(ok)} | {statistics.median(ec) if ec else float('nan'):.1f}% | {fmt(worst_c, 'err_contended')} | "
-                f"{sum(e <= 30 for e in ew)}/{len(ok)} | {statistics.median(ew) if ew else float('nan'):.1f}% | {fmt(worst_w, 'err_wait')} |\n")
+                f"{sum(e <= 30 for e in ew)}/{len(ok)} | {statistics.median(ew) if ew else float('nan'):.1f}% | {fmt(worst_w, 'err_wait')} | "
+                f"{sum(r['inside_c'] for r in ok)}/{len(ok)} / {sum(r['inside_w'] for r in ok)}/{len(ok)} |\n")
     w.write("\nBy direction (s1=741 ts=run; median signed error, contended / total wait):\n\n")
     w.write("| from \\ to | " + " | ".join(f"{y}K" for y in SIZES) + " |\n|---|" + "---|" * len(SIZES) + "\n")
     for x in SIZES:

@@ -914,10 +914,10 @@ pub fn run(policy: &str, source: &str, rows: &[StatRow], set: &Set) -> Result<Su
     }
     let mut o = base(point, sweep, acquisitions, notes.clone());
     let mut reasons = vec![if resize {
-        "closed-form model on one table: judged on this machine's tables at 4K..128K \
-         (experiments/results/summary-validation.md) it misses the measured table at the \
-         target size by a median 35-71% and up to +330% (largest for jumps of 4x or more): \
-         read the ratio's direction and rough size, not its digits"
+        "closed-form model on one table: judged on 64 pairs of this machine's tables at \
+         4K..128K (experiments/results/summary-validation.md) it misses the measured contended \
+         count at the target size by a median 32-61% and up to +386% (largest for jumps of 4x \
+         or more): read the ratio's direction and rough size, not its digits"
             .to_string()
     } else {
         "closed-form model on one table: no replay to check it against (on the seed it is \
