@@ -207,7 +207,13 @@ fn summarize_table(
             }
         )));
     }
-    let has_acquired = u64s(df, c::ACQUIRED)?.iter().any(Option::is_some);
+    // polars sums an all-null column to 0: a column the table does not have (klockstat has no
+    // contended count, its hold tables no waits) must stay unknown, not become 0
+    let present = Present {
+        acquired: u64s(df, c::ACQUIRED)?.iter().any(Option::is_some),
+        contended: u64s(df, c::CONTENDED)?.iter().any(Option::is_some),
+        total_wait: u64s(df, c::TOTAL_WAIT_NS)?.iter().any(Option::is_some),
+    };
     let mut with_key = df.clone();
     with_key
         .with_column(Column::new(KEY.into(), keys))
@@ -247,10 +253,10 @@ fn summarize_table(
         .select(agg())
         .collect()
         .map_err(|e| Error::polars("summing lock_stats", e))?;
-    let mut rows = to_rows(&grouped, has_acquired, true)?;
+    let mut rows = to_rows(&grouped, present, true)?;
     let groups = rows.len() as u64;
     rows.truncate(opts.top);
-    let total = to_rows(&totals, has_acquired, false)?
+    let total = to_rows(&totals, present, false)?
         .into_iter()
         .next()
         .map(|mut t| {
@@ -282,7 +288,15 @@ fn counts(df: &DataFrame, name: &str, what: &str) -> Result<Vec<Option<u64>>> {
         .collect())
 }
 
-fn to_rows(df: &DataFrame, has_acquired: bool, keyed: bool) -> Result<Vec<SummaryRow>> {
+/// Which summed columns the table has at all.
+#[derive(Debug, Clone, Copy)]
+struct Present {
+    acquired: bool,
+    contended: bool,
+    total_wait: bool,
+}
+
+fn to_rows(df: &DataFrame, present: Present, keyed: bool) -> Result<Vec<SummaryRow>> {
     let keys = if keyed {
         strs(df, KEY)?
     } else {
@@ -299,7 +313,9 @@ fn to_rows(df: &DataFrame, has_acquired: bool, keyed: bool) -> Result<Vec<Summar
         .map(|(i, mut m)| {
             // the type only when every merged row had the same one
             m.lock_type = ty[i].clone().filter(|_| types_n[i] == Some(1));
-            m.acquired = m.acquired.filter(|_| has_acquired);
+            m.acquired = m.acquired.filter(|_| present.acquired);
+            m.contended = m.contended.filter(|_| present.contended);
+            m.total_wait_ns = m.total_wait_ns.filter(|_| present.total_wait);
             m.avg_wait_ns = match (m.total_wait_ns, m.contended) {
                 (Some(t), Some(c)) if c > 0 => Some(t / c),
                 _ => None,

@@ -142,6 +142,25 @@ fn klockstat_tables_are_blocks_of_lock_stats_by_caller() {
         out.contains("psi_avgs_work+0x2e") && out.contains("18.38 us"),
         "{out}"
     );
+    // klockstat counts acquisitions, not contentions, and its hold tables have no waits: the
+    // summary says unknown ("-", null), never 0
+    let o = lockcast(&["report", &format!("{KLOCK_BCC}#2"), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let total = &v[0]["total"];
+    assert_eq!(total["acquired"], 12, "{total}");
+    assert!(total["contended"].is_null(), "{total}");
+    assert!(total["total_wait_ns"].is_null(), "{total}");
+    let o = lockcast(&["report", &format!("{KLOCK_BCC}#2")]);
+    let out = stdout(&o);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("flush_to_ldisc+0x22"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    // caller acquired contended total-wait ...: 2 acquisitions, the rest unknown
+    assert_eq!(row.get(1..4), Some(&["2", "-", "-"][..]), "{out}");
 }
 
 #[test]
