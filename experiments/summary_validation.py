@@ -23,6 +23,7 @@ usage: experiments/summary_validation.py [--matrix DIR] [--lockcast BIN] [--out 
 """
 import argparse
 import csv
+import functools
 import io
 import json
 import os
@@ -37,6 +38,7 @@ VARIANTS = [("s1=100 ts=1", 100, False), ("s1=100 ts=run", 100, True),
             ("s1=741 ts=1", 741, False), ("s1=741 ts=run", 741, True)]
 
 
+@functools.lru_cache(maxsize=None)
 def lru_row(path):
     """(contended, total wait ns, 1-based row) of lru_lock's add-side row: the caller
     folio_batch_move_lru (at 64K the zone lock can have more total wait), via lockcast's parser."""

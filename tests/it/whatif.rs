@@ -305,10 +305,14 @@ fn cli_whatif_csv_and_markdown_formats() {
 }
 
 fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = lockcast(args);
+    json(&lockcast(args))
+}
+
+/// The JSON a successful command printed.
+fn json(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
-        "{args:?}: {}",
+        "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("json")
@@ -510,7 +514,16 @@ fn whatif_refuses_a_capture_missing_an_essential_event_naming_the_options() {
 }
 
 fn summary(table: &str, sets: &[&str]) -> std::process::Output {
-    let mut a = vec!["whatif", "lru-cache", table, "--json"];
+    summary_of("lru-cache", table, sets)
+}
+
+fn folio_summary(table: &str, sets: &[&str]) -> std::process::Output {
+    summary_of("folio-size", table, sets)
+}
+
+/// `whatif POLICY TABLE --json --set …`: summary mode on a perf lock table.
+fn summary_of(policy: &str, table: &str, sets: &[&str]) -> std::process::Output {
+    let mut a = vec!["whatif", policy, table, "--json"];
     for s in sets {
         a.push("--set");
         a.push(s);
@@ -612,24 +625,6 @@ fn summary_mode_reads_the_load_from_a_lockdep_acquired_column() {
     let out = summary(&seed, &["folio_kb=16", "cpus=20", "duration_s=17.76"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("more than cpus × duration_s"));
-}
-
-fn folio_summary(table: &str, sets: &[&str]) -> std::process::Output {
-    let mut a = vec!["whatif", "folio-size", table, "--json"];
-    for s in sets {
-        a.push("--set");
-        a.push(s);
-    }
-    lockcast(&a)
-}
-
-fn json(out: &std::process::Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 #[test]
