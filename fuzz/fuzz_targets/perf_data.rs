@@ -4,26 +4,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lockcast_parsers::perf_data::{kallsyms::Kallsyms, tracing::TracingData, Options, Reader};
+use lockcast_parsers::perf_data::{Options, Reader};
 
 #[path = "common.rs"]
 mod common;
 
 fuzz_target!(|data: &[u8]| {
     for lenient in [false, true] {
-        let mut common_opts = lockcast_parsers::lines::ReaderOptions::default();
-        common_opts.lenient = lenient;
-        let opts = Options {
-            common: common_opts,
-            tracing_fallback: Some(TracingData {
-                long_size: 8,
-                big_endian: false,
-                formats: Default::default(),
-                unparsed: Vec::new(),
-            }),
-            kallsyms: Some(Kallsyms::parse("")),
-            kallsyms_from: None,
-        };
+        let opts = Options::offline(lenient);
         let mut r = Reader::with_options(Box::new(data), opts);
         while let Ok(Some(e)) = r.next_event() {
             common::decode_payloads(&e);

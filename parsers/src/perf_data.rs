@@ -110,6 +110,27 @@ pub struct Options {
     pub kallsyms_from: Option<String>,
 }
 
+impl Options {
+    /// Options that read nothing from the machine: an empty tracing-data fallback (a file that
+    /// lost its own decodes no payloads) and empty kernel symbols (no tracefs, no build-id
+    /// cache). For damaged inputs read under test and fuzzing.
+    pub fn offline(lenient: bool) -> Options {
+        let mut common = ReaderOptions::default();
+        common.lenient = lenient;
+        Options {
+            common,
+            tracing_fallback: Some(TracingData {
+                long_size: 8,
+                big_endian: false,
+                formats: Default::default(),
+                unparsed: Vec::new(),
+            }),
+            kallsyms: Some(kallsyms::Kallsyms::parse("")),
+            kallsyms_from: None,
+        }
+    }
+}
+
 /// One event attribute of the file: what its samples are called and how to render them.
 struct Attr {
     system: Option<String>,

@@ -1,22 +1,11 @@
 //! Inputs the fuzz smoke run found, kept so the fix stays (each file is the fuzzer's own
 //! artifact, byte for byte: damaged input, not a capture).
 
-use lockcast_parsers::perf_data::{kallsyms::Kallsyms, tracing::TracingData, Options, Reader};
+use lockcast_parsers::perf_data::{Options, Reader};
 
 fn read_all(data: &'static [u8], lenient: bool) -> Result<usize, String> {
-    let mut common = lockcast_parsers::lines::ReaderOptions::default();
-    common.lenient = lenient;
-    let opts = Options {
-        common,
-        tracing_fallback: Some(TracingData {
-            long_size: 8,
-            big_endian: false,
-            formats: Default::default(),
-            unparsed: Vec::new(),
-        }),
-        kallsyms: Some(Kallsyms::parse("")),
-        kallsyms_from: None,
-    };
+    // the fuzz target's options
+    let opts = Options::offline(lenient);
     let mut r = Reader::with_options(Box::new(data), opts);
     let mut n = 0;
     loop {

@@ -410,14 +410,10 @@ fn recipes_cut_short_lenient_reads_the_whole_records_and_says_where_it_stopped()
 /// Events of a perf.data read by the library with the tracing data of the whole file (what the
 /// CLI takes from the running kernel's tracefs when a cut took the file's own) and no kallsyms.
 fn lib_events(bytes: Vec<u8>, lenient: bool, tracing_data: &[u8]) -> Vec<String> {
-    use lockcast_parsers::perf_data::{kallsyms::Kallsyms, tracing, Options, Reader};
-    let mut common = lockcast_parsers::lines::ReaderOptions::default();
-    common.lenient = lenient;
+    use lockcast_parsers::perf_data::{tracing, Options, Reader};
     let opts = Options {
-        common,
         tracing_fallback: Some(tracing::parse(tracing_data).unwrap()),
-        kallsyms: Some(Kallsyms::parse("")),
-        kallsyms_from: None,
+        ..Options::offline(lenient)
     };
     let mut r = Reader::with_options(Box::new(std::io::Cursor::new(bytes)), opts);
     let mut out = Vec::new();
