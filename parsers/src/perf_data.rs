@@ -115,10 +115,11 @@ impl Options {
     /// lost its own decodes no payloads) and empty kernel symbols (no tracefs, no build-id
     /// cache). For damaged inputs read under test and fuzzing.
     pub fn offline(lenient: bool) -> Options {
-        let mut common = ReaderOptions::default();
-        common.lenient = lenient;
         Options {
-            common,
+            common: ReaderOptions {
+                lenient,
+                ..Default::default()
+            },
             tracing_fallback: Some(TracingData {
                 long_size: 8,
                 big_endian: false,
