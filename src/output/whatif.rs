@@ -189,10 +189,10 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     let c = &o.calibration;
     s += &format!(
         "\ncalibration (from the capture, ns): add hold = pre {:.0} + {:.0}/extra folio + post {:.0} \
-         (window edge q{}); waiter stamps its grant {:.0} after the release, then holds {:.0} + folios;\n  \
+         (window edge q{}); waiter stamps its grant {:.0} after the release and no sooner than {:.0} after its begin, then holds {:.0} + folios;\n  \
          free side: grant->first free {:.0} + {:.0}/folio, release->first free {:.0}\n  \
          samples: {} multi-folio drains, {} traced add grants, {} traced free grants, {} waits on add holders, {} on free holders\n",
-        c.pre_fast_ns, c.s1_add_ns, c.post_ns, c.post_quantile * 100.0, c.gap_ns, c.d_pre_ns, c.c0_ns, c.c1_ns, c.u_ns,
+        c.pre_fast_ns, c.s1_add_ns, c.post_ns, c.post_quantile * 100.0, c.gap_ns, c.wait_min_ns, c.d_pre_ns, c.c0_ns, c.c1_ns, c.u_ns,
         c.n_spacing, c.n_d_pre, c.n_pre_free, c.n_add_window, c.n_free_window
     );
     let id = &o.identities;

@@ -148,6 +148,7 @@ fn replay_with(
         .collect();
     let holds = Holds::new(cal);
     let gap = cal.gap_stamp_ns();
+    let wait_min = cal.wait_min_stamp_ns();
     let mut m = Metrics::default();
     let mut free_at = i64::MIN; // release of the last granted request
                                 // grants of requests not yet granted at the current arrival (bare-metal rule)
@@ -179,7 +180,10 @@ fn replay_with(
         // `gap` after the release and its hold runs from there. An untraced one (fast path,
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
-            (free_at + gap, holds.after_grant(cal, r.side, r.folios))
+            (
+                (free_at + gap).max(t + wait_min),
+                holds.after_grant(cal, r.side, r.folios),
+            )
         } else if busy {
             (free_at, holds.fast(cal, r.side, r.folios))
         } else {
