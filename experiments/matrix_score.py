@@ -17,7 +17,14 @@ file), the score reruns with `--observation paravirt`, as its message tells the 
 
 Writes experiments/results/matrix.md, matrix-captures.csv and matrix-pairs.csv.
 
+The run-to-run section asks what no model can beat: how far one run of a configuration is from
+its siblings (same workload, size, threads, region, loops, advice, recipe; another run). A
+folio-size prediction is compared with one run of the target, so the siblings' spread is the
+measurement's own share of its error.
+
 usage: experiments/matrix_score.py [--dir /var/tmp/lockcast-matrix] [--lockcast BIN] [--jobs 2] [--out DIR] [--no-pairs]
+       experiments/matrix_score.py --rescore [--out DIR] [--lockcast BIN]
+           (rewrite matrix.md from the CSVs there; BIN only names the version that made them)
 """
 import argparse
 import concurrent.futures as cf
@@ -161,6 +168,106 @@ def write_csv(path, rows):
             w.writerow({k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items()})
 
 
+def read_csv(path):
+    """Rows of a CSV this script wrote, with its numbers as numbers and its empty cells dropped."""
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            out = {}
+            for k, v in r.items():
+                if v == "":
+                    continue
+                if k.startswith("err_"):
+                    out[k] = float(v)
+                elif k.endswith(("_contended", "_wait_ns")) or k == "acquisitions":
+                    out[k] = int(v)
+                else:
+                    out[k] = v
+            rows.append(out)
+    return rows
+
+
+def config_key(c):
+    return tuple(c[k] for k in ("workload", "size", "threads", "region", "loops", "advice", "recipe"))
+
+
+def sibling_errors(caps, key):
+    """Per configuration with two or more measured runs: every run's value taken as the
+    prediction of every other run's, signed percent (the run-to-run floor of a pair's error)."""
+    by = {}
+    for c in caps:
+        if c.get(key) is not None and "refused" not in c:
+            by.setdefault(config_key(c), []).append(c)
+    errs = {}
+    for k, runs in by.items():
+        for a in runs:
+            for b in runs:
+                if a is not b and b[key]:
+                    errs.setdefault(k, []).append(pct(a[key], b[key]))
+    return errs
+
+
+def write_vs_median(w, caps, pairs):
+    """folio-size pairs whose target configuration has 3 or more measured runs, scored against
+    the median of those runs instead of the one run paired with the base."""
+    runs = {}
+    for c in caps:
+        if c.get("measured_contended") is not None and "refused" not in c:
+            runs.setdefault(config_key(c), []).append(c)
+    byid = {c["id"]: c for c in caps}
+    rows = []
+    for p in pairs:
+        t = byid.get(p["after"])
+        if p.get("predicted_contended") is None or t is None:
+            continue
+        rs = runs.get(config_key(t), [])
+        if len(rs) < 3:
+            continue
+        mc = st.median(r["measured_contended"] for r in rs)
+        mw = st.median(r["measured_wait_ns"] for r in rs)
+        rows.append((t["advice"], pct(p["predicted_contended"], mc), pct(p["predicted_wait_ns"], mw),
+                     p.get("err_contended"), p.get("err_wait")))
+    if not rows:
+        return
+    w("\nThe same pairs where the target configuration has 3 runs, scored against the median of "
+      "those runs (the configuration) as well as against the one run paired with the base:\n")
+    w(f"| advice | pairs | contended within {GOOD_PAIR:.0f}% (median of runs / one run) | "
+      f"median abs | total wait within {GOOD_PAIR:.0f}% | median abs |")
+    w("|---|---:|---:|---:|---:|---:|")
+    for adv in sorted({r[0] for r in rows}) + ["all"]:
+        sel = [r for r in rows if adv in ("all", r[0])]
+        a, n = share([r[1] for r in sel], GOOD_PAIR)
+        a1, _ = share([r[3] for r in sel], GOOD_PAIR)
+        b, _ = share([r[2] for r in sel], GOOD_PAIR)
+        b1, _ = share([r[4] for r in sel], GOOD_PAIR)
+        m, m1 = med_abs([r[1] for r in sel]), med_abs([r[3] for r in sel])
+        mw_, mw1 = med_abs([r[2] for r in sel]), med_abs([r[4] for r in sel])
+        w(f"| {adv} | {n} | {a}/{n} / {a1}/{n} | {m:.1f}% / {m1:.1f}% | {b}/{n} / {b1}/{n} | {mw_:.1f}% / {mw1:.1f}% |")
+
+
+def write_spread(w, caps):
+    w("\n## Run-to-run: how far one run is from its siblings\n")
+    w("Each measured run of a configuration taken as the prediction of each other run of the same "
+      f"configuration (no model involved). This is the floor under a folio-size pair's error: the "
+      f"pair compares a prediction with one run of the target.\n")
+    w(f"| recipe | workload | advice | configurations | run pairs | contended within {GOOD_PAIR:.0f}% | "
+      f"within {GOOD_REPLAY:.0f}% | median abs (contended) | total wait within {GOOD_PAIR:.0f}% | median abs (wait) |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    ec, ew = sibling_errors(caps, "measured_contended"), sibling_errors(caps, "measured_wait_ns")
+    keys = sorted({(k[6], k[0], k[5]) for k in ec}) + [("all", "all", "all")]
+    for rc, wl, adv in keys:
+        sel = [k for k in ec if (rc == "all" or k[6] == rc) and (wl == "all" or k[0] == wl)
+               and (adv == "all" or k[5] == adv)]
+        xc = [x for k in sel for x in ec[k]]
+        xw = [x for k in sel for x in ew.get(k, [])]
+        a, n = share(xc, GOOD_PAIR)
+        b, _ = share(xc, GOOD_REPLAY)
+        cw, nw = share(xw, GOOD_PAIR)
+        mc, mw = med_abs(xc), med_abs(xw)
+        w(f"| {rc} | {wl} | {adv} | {len(sel)} | {n} | {a}/{n} | {b}/{n} | "
+          f"{'-' if mc is None else f'{mc:.1f}%'} | {cw}/{nw} | {'-' if mw is None else f'{mw:.1f}%'} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/var/tmp/lockcast-matrix")
@@ -168,7 +275,13 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=RESULTS, help="results directory (default experiments/results)")
     ap.add_argument("--no-pairs", action="store_true", help="only the no-change replay of each capture")
+    ap.add_argument("--rescore", action="store_true", help="rewrite matrix.md from the CSVs in --out, running nothing")
     a = ap.parse_args()
+    if a.rescore:
+        caps, pairs = read_csv(os.path.join(a.out, "matrix-captures.csv")), read_csv(os.path.join(a.out, "matrix-pairs.csv"))
+        write_md(os.path.join(a.out, "matrix.md"), a.dir, a.lockcast, caps, pairs)
+        print(open(os.path.join(a.out, "matrix.md")).read())
+        return
     binary = a.lockcast or find_lockcast()
     dirs = sorted(os.path.join(a.dir, d) for d in os.listdir(a.dir)
                   if os.path.exists(os.path.join(a.dir, d, "done")))
@@ -220,7 +333,8 @@ def summary_table(w, items, noun, bound, both):
 def write_md(path, src, binary, caps, pairs):
     L = []
     w = L.append
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    version = (subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+               if binary else "rescored from its CSVs")
     scored = [c for c in caps if "refused" not in c]
     w("# What-if validation matrix\n")
     w(f"Made by `experiments/matrix.sh` (captures) and `experiments/matrix_score.py` (this file), "
@@ -254,6 +368,7 @@ def write_md(path, src, binary, caps, pairs):
             xs = [p["err_contended"] for p in rec if p["base_size"] == sb and p["target_size"] == stg]
             cells.append("-" if not xs else f"{st.median(xs):+.0f}%")
         w(f"| {sb} | " + " | ".join(cells) + " |")
+    write_vs_median(w, caps, pairs)
     w("\nWorst ten pairs:\n")
     w("| base | after | predicted | measured | error | wait error |")
     w("|---|---|---:|---:|---:|---:|")
@@ -273,6 +388,7 @@ def write_md(path, src, binary, caps, pairs):
             a, n = share([p["err_contended"] for p in ps], GOOD_PAIR)
             mc = med_abs([p["err_contended"] for p in ps])
             w(f"| {lv} | {n} | {a}/{n} | {'-' if mc is None else f'{mc:.1f}%'} |")
+    write_spread(w, caps)
     w(f"\nRaw figures: matrix-captures.csv, matrix-pairs.csv (same directory). Captures from {src}.")
     with open(path, "w") as fh:
         fh.write("\n".join(L) + "\n")
