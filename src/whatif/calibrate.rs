@@ -372,4 +372,28 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(ols(&[(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), Some((1.0, 2.0)));
     }
+
+    /// Waiters after the holder's insertion with a flat wait: the floor is their median wait;
+    /// the gap comes from those the release held up (begin + floor before the window's edge).
+    #[test]
+    fn the_floor_is_the_flat_wait_and_the_gap_comes_from_held_up_waiters() {
+        // window edge (q97.5 of 0..=200 step 10) = 195; waits flat at 100 from x = 60 on; the
+        // 10 earliest (x = 0..=90, x + 100 < 195) were held up to 195 + 15 = 210
+        let mut s = Samples::default();
+        for i in 0..=20 {
+            let x = f64::from(i) * 10.0;
+            let w = if x + 100.0 < 195.0 { 210.0 - x } else { 100.0 };
+            s.begin_after_insert.push(x);
+            s.end_after_insert.push(x + w);
+            s.wait_after_insert.push((x, w));
+        }
+        let c = fit(&s, 0.975);
+        assert_eq!(c.post_ns, 195.0);
+        assert_eq!(c.wait_min_ns, 100.0);
+        assert_eq!(c.gap_ns, 15.0);
+        // none held up: the gap cannot be seen and is 0, not the excess of every grant
+        s.wait_after_insert.iter_mut().for_each(|p| p.1 = 300.0);
+        let c = fit(&s, 0.975);
+        assert_eq!((c.wait_min_ns, c.gap_ns), (300.0, 0.0));
+    }
 }

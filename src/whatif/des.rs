@@ -3,7 +3,9 @@
 //! Every CPU walks its requests in virtual time; its real clock is virtual time plus the lock
 //! time (wait + hold) it has accumulated so far in *this* replay, so a CPU that waits less
 //! under a policy also issues its later requests sooner. Requests are served in arrival order
-//! (qspinlock queues FIFO); a waiter is granted at the holder's release plus the handoff.
+//! (qspinlock queues FIFO); a waiter is granted at the holder's release plus the handoff, and
+//! a traced one no sooner than its own floor after it asked (MODELS.md §5a: its
+//! `contention_begin` → `contention_end` path lasts that long however early the holder lets go).
 //!
 //! Observation rule of `lock:contention_begin` ([`Observation`]): under paravirt spinlocks every
 //! request that finds the lock held or queued enters the slowpath and is traced; on bare metal
@@ -320,6 +322,23 @@ mod tests {
         // bare metal: the one waiter spins on the pending bit, untraced; granted at the release
         let m = replay(&s, &c, Observation::BareMetal);
         assert_eq!((m.contended, m.slowpath, m.all_wait_ns), (0, 1, Ns(50)));
+    }
+
+    #[test]
+    fn a_late_traced_waiter_is_granted_at_its_own_floor() {
+        let mut c = cal();
+        c.wait_min_ns = 60.0;
+        // CPU0 holds 0..100. CPU1 arrives at 10: the release binds, granted at 100 + 20 = 120
+        // (wait 110). CPU1 arriving at 90 instead: its own floor binds, 90 + 60 = 150 (wait 60,
+        // where release + gap alone gives 30).
+        let m = replay(&[vec![req(0)], vec![req(10)]], &c, Observation::Paravirt);
+        assert_eq!((m.contended, m.total_wait_ns), (1, Ns(110)));
+        let m = replay(&[vec![req(0)], vec![req(90)]], &c, Observation::Paravirt);
+        assert_eq!((m.contended, m.total_wait_ns), (1, Ns(60)));
+        // the floor is a traced waiter's: bare metal's untraced pending waiter is granted at the
+        // release
+        let m = replay(&[vec![req(0)], vec![req(90)]], &c, Observation::BareMetal);
+        assert_eq!((m.contended, m.all_wait_ns), (0, Ns(10)));
     }
 
     #[test]
