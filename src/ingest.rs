@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
-use lockcast_parsers::{ftrace, Diagnostic, Diagnostics};
+use lockcast_parsers::{ftrace, perf_script, Diagnostic, Diagnostics};
 
 use crate::error::{Error, Result};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
@@ -271,6 +271,16 @@ fn parse_piece(
                 tables.push(&e)?;
             }
             (rd.diagnostics().clone(), Some(rd.header().clone()))
+        }
+        // perf script text, samples and tracepoints: borrowed from the piece, nothing copied
+        // per event or frame before it reaches the column builders
+        Format::PerfScript => {
+            let mut rd = perf_script::PieceReader::new(data, &ro);
+            while let Some(s) = rd.next_sample().map_err(err)? {
+                tables.push_ref(&s.view())?;
+                rd.recycle(s);
+            }
+            (rd.diagnostics().clone(), None)
         }
         // every other event format: its reader from the format table
         format => {
