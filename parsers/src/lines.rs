@@ -354,8 +354,12 @@ mod tests {
             };
             let mut want = Vec::new();
             let mut r = LineReader::with_options(input, &opts);
-            while let Some(l) = r.next_line().unwrap() {
-                want.push(show(l, r.line_no()));
+            loop {
+                let n = r.line_no() + 1;
+                let Some(l) = r.next_line().unwrap() else {
+                    break;
+                };
+                want.push(show(l, n));
             }
             let mut got = Vec::new();
             let mut s = SliceLines::new(input, &opts);
