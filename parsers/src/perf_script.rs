@@ -545,21 +545,63 @@ fn split_trailing_frame(rest: &str) -> Option<(&str, FrameRef<'_>)> {
 
 /// Whitespace-separated tokens with their byte offsets.
 fn tokens(s: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in s.char_indices() {
-        if c == ' ' || c == '\t' {
-            if let Some(st) = start.take() {
-                out.push((st, &s[st..i]));
-            }
-        } else if start.is_none() {
-            start = Some(i);
+    let mut t = Tokens::new(s);
+    while t.advance() {}
+    t.found
+}
+
+/// The space/TAB-separated tokens of a line, cut only as far as they are asked for: a header's
+/// fields are in its first few tokens, and a tracepoint's payload need not be cut at all.
+struct Tokens<'a> {
+    s: &'a str,
+    pos: usize,
+    found: Vec<(usize, &'a str)>,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(s: &'a str) -> Self {
+        Tokens {
+            s,
+            pos: 0,
+            found: Vec::with_capacity(8),
         }
     }
-    if let Some(st) = start {
-        out.push((st, &s[st..]));
+
+    /// Cut the next token; false at the end of the line. Space and TAB are ASCII, so byte
+    /// offsets are char boundaries.
+    fn advance(&mut self) -> bool {
+        let b = self.s.as_bytes();
+        let sep = |c: u8| c == b' ' || c == b'\t';
+        let mut i = self.pos;
+        while i < b.len() && sep(b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            self.pos = i;
+            return false;
+        }
+        let start = i;
+        while i < b.len() && !sep(b[i]) {
+            i += 1;
+        }
+        self.pos = i;
+        match self.s.get(start..i) {
+            Some(t) => {
+                self.found.push((start, t));
+                true
+            }
+            None => false,
+        }
     }
-    out
+
+    fn get(&mut self, k: usize) -> Option<(usize, &'a str)> {
+        while self.found.len() <= k {
+            if !self.advance() {
+                return None;
+            }
+        }
+        self.found.get(k).copied()
+    }
 }
 
 /// Parse a header line (FORMATS.md §2.1). Real lines:
@@ -578,14 +620,14 @@ fn tokens(s: &str) -> Vec<(usize, &str)> {
 /// token wins. Without, the first pid token after a non-empty comm that is followed by
 /// `[cpu]`, period and an event token wins.
 fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
-    let toks = tokens(s);
-    for i in 0..toks.len() {
+    let mut toks = Tokens::new(s);
+    for i in 0.. {
+        let Some((pid_start, pid_tok)) = toks.get(i) else {
+            break;
+        };
         if !need_time && i == 0 {
             continue;
         }
-        let Some(&(pid_start, pid_tok)) = toks.get(i) else {
-            break;
-        };
         let Some((pid, tid)) = pid_tid(pid_tok) else {
             continue;
         };
@@ -604,7 +646,7 @@ fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
         if period.is_some() {
             j += 1;
         }
-        let Some(&(ev_start, ev_tok)) = toks.get(j) else {
+        let Some((ev_start, ev_tok)) = toks.get(j) else {
             continue;
         };
         let Some(event) = event_field(ev_tok) else {
