@@ -87,12 +87,10 @@ pub fn run_prepared<T: Send>(
     prepare: &(dyn Fn(EventTable, DataFrame) -> Result<T> + Sync),
     sink: &mut dyn FnMut(Vec<(EventTable, T)>) -> Result<()>,
 ) -> Result<Summary> {
-    let parse_piece = |data: &[u8],
-                       line_offset: u64,
-                       opts: &Options,
-                       header: Option<&ftrace::Header>| {
-        parse_piece(data, line_offset, opts, header).and_then(|out| out.prepared(prepare))
-    };
+    let parse_piece =
+        |data: &[u8], line_offset: u64, opts: &Options, header: Option<&ftrace::Header>| {
+            parse_piece(data, line_offset, opts, header).and_then(|out| out.prepared(prepare))
+        };
     let info = opts.format.info();
     let starts = match (info.starts_record, info.open_events) {
         (Some(s), _) => s,

@@ -344,8 +344,7 @@ mod tests {
 
     #[test]
     fn slice_lines_agree_with_line_reader() {
-        let input: &[u8] =
-            b"a\r\nbb\n\n\xff\xfeok\n0123456789\n012345678901\r\n\r\nlast\r";
+        let input: &[u8] = b"a\r\nbb\n\n\xff\xfeok\n0123456789\n012345678901\r\n\r\nlast\r";
         for max in [1, 3, 10, 11, 12, 100] {
             let opts = ReaderOptions {
                 max_line_len: max,

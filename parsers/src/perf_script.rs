@@ -2245,7 +2245,14 @@ mod tests {
     #[test]
     fn perf_script_trim_is_str_trim() {
         for s in [
-            "", " ", "\t x \t", "\u{a0}x\u{a0}", "\u{b}x", "x\u{b}", " \u{2003} é ", "\r\nx\r",
+            "",
+            " ",
+            "\t x \t",
+            "\u{a0}x\u{a0}",
+            "\u{b}x",
+            "x\u{b}",
+            " \u{2003} é ",
+            "\r\nx\r",
         ] {
             assert_eq!(trim(s), s.trim(), "{s:?}");
         }

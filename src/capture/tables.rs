@@ -113,9 +113,8 @@ pub fn read_prepared<T: Send>(
             contention: tables.contains(&Table::Contention),
             lenient: opts.open.lenient,
         };
-        let (rd, built) = build_ahead(rd, &spec.path, &want, &mut |t, df| {
-            emit(t, prepare(t, df)?)
-        })?;
+        let (rd, built) =
+            build_ahead(rd, &spec.path, &want, &mut |t, df| emit(t, prepare(t, df)?))?;
         summary.pairing = built.pairing;
         summary.skipped.push(rd.diagnostics().clone());
         summary.events = Some(built.counts.events);

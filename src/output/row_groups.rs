@@ -64,7 +64,9 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
             for pages in array_to_columns(array, ty.clone(), options, enc).map_err(ctx)? {
                 // as polars' writer hands encoding errors to the compressor
                 let pages = pages.map(|r| {
-                    r.map_err(|e| ParquetError::FeatureNotSupported(format!("reraised in polars: {e}")))
+                    r.map_err(|e| {
+                        ParquetError::FeatureNotSupported(format!("reraised in polars: {e}"))
+                    })
                 });
                 let compressed: Vec<CompressedPage> =
                     Compressor::new_from_vec(pages, options.compression, vec![])
