@@ -221,19 +221,19 @@ macro_rules! event_tables {
 event_tables! {
     /// `lock:contention_begin`.
     ContentionBegin = "contention_begin" from "lock": "contention_begin",
-        |e| payload::contention_begin(&e.payload) => |x| {
+        |e| payload::contention_begin(e.payload) => |x| {
             lock(ty::LOCK): Str = &x.lock,
             flags(ty::FLAGS): Str = &x.flags,
         }
     /// `lock:contention_end`.
     ContentionEnd = "contention_end" from "lock": "contention_end",
-        |e| payload::contention_end(&e.payload) => |x| {
+        |e| payload::contention_end(e.payload) => |x| {
             lock(ty::LOCK): Str = &x.lock,
             ret(ty::RET): Num<i32> = x.ret,
         }
     /// `pagemap:mm_lru_insertion`.
     LruInsertion = "lru_insertion" from "pagemap": "mm_lru_insertion",
-        |e| payload::lru_insertion(&e.payload) => |x| {
+        |e| payload::lru_insertion(e.payload) => |x| {
             folio(ty::FOLIO): Str = &x.folio,
             pfn(ty::PFN): Num<u64> = x.pfn,
             lru(ty::LRU): Num<i32> = x.lru,
@@ -241,13 +241,13 @@ event_tables! {
         }
     /// `pagemap:mm_lru_activate`.
     LruActivate = "lru_activate" from "pagemap": "mm_lru_activate",
-        |e| payload::lru_activate(&e.payload) => |x| {
+        |e| payload::lru_activate(e.payload) => |x| {
             folio(ty::FOLIO): Str = &x.folio,
             pfn(ty::PFN): Num<u64> = x.pfn,
         }
     /// `kmem:mm_page_alloc`.
     PageAlloc = "page_alloc" from "kmem": "mm_page_alloc",
-        |e| payload::page_alloc(&e.payload) => |x| {
+        |e| payload::page_alloc(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
@@ -256,21 +256,21 @@ event_tables! {
         }
     /// `kmem:mm_page_free`.
     PageFree = "page_free" from "kmem": "mm_page_free",
-        |e| payload::page_free(&e.payload) => |x| {
+        |e| payload::page_free(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
         }
     /// `kmem:mm_page_free_batched` (the payload of `mm_page_free`).
     PageFreeBatched = "page_free_batched" from "kmem": "mm_page_free_batched",
-        |e| payload::page_free(&e.payload) => |x| {
+        |e| payload::page_free(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
         }
     /// `huge_memory:mm_khugepaged_scan_pmd`.
     KhugepagedScanPmd = "khugepaged_scan_pmd" from "huge_memory": "mm_khugepaged_scan_pmd",
-        |e| payload::khugepaged_scan_pmd(&e.payload) => |x| {
+        |e| payload::khugepaged_scan_pmd(e.payload) => |x| {
             mm(ty::MM): Str = &x.mm,
             scan_pfn(ty::SCAN_PFN): Num<u64> = x.scan_pfn,
             writable(ty::WRITABLE): Num<Option<i32>> = x.writable,
@@ -283,7 +283,7 @@ event_tables! {
     /// fills the columns its `TP_printk` prints, the others are null.
     CollapseHugePage = "collapse_huge_page" from "huge_memory":
         "mm_collapse_huge_page" | "mm_collapse_huge_page_isolate" | "mm_collapse_huge_page_swapin",
-        |e| payload::collapse_event(&e.name, &e.payload) => |x| {
+        |e| payload::collapse_event(e.name, e.payload) => |x| {
             event(ty::EVENT): Str = &e.name,
             mm(ty::MM): Str = match &x {
                 C::Collapse(c) => Some(c.mm.as_str()),
@@ -327,7 +327,7 @@ event_tables! {
         }
     /// `vmscan:mm_vmscan_*`.
     Vmscan = "vmscan" from "vmscan": n if n.starts_with("mm_vmscan_"),
-        |e| payload::vmscan(&e.payload) => |x| {
+        |e| payload::vmscan(e.payload) => |x| {
             event(ty::EVENT): Str = &e.name,
             nid(ty::NID): Num<Option<i32>> = x.nid,
             order(ty::ORDER): Num<Option<i32>> = x.order,
