@@ -83,3 +83,71 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
         groups,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::frames::events::{EventTable, EventTables};
+    use crate::output::stream::TableWriter;
+    use crate::output::write::FileFormat;
+
+    /// The `samples` frames of the bundled cpu-clock capture, cut every 4096 rows.
+    fn sample_frames() -> Vec<DataFrame> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz"
+        );
+        let input = crate::input::open(path).unwrap();
+        let mut rd = lockcast_parsers::detect::Format::PerfScript
+            .open_events(input, &Default::default())
+            .unwrap();
+        let mut tables = EventTables::new(path, &[EventTable::Samples], false);
+        let mut frames = Vec::new();
+        while let Some(e) = rd.next_event().unwrap() {
+            tables.push(&e).unwrap();
+            if tables.rows() == 4096 {
+                frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+            }
+        }
+        frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+        frames
+    }
+
+    #[test]
+    fn encoded_row_groups_write_the_file_write_batch_writes() {
+        let frames = sample_frames();
+        assert!(frames.len() > 2, "{} frames", frames.len());
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
+        let mut wa = TableWriter::new(&a, FileFormat::Parquet);
+        let mut wb = TableWriter::new(&b, FileFormat::Parquet);
+        assert!(wb.takes_encoded());
+        for df in &frames {
+            wa.write(df.clone()).unwrap();
+            wb.write_encoded(encode(df).unwrap()).unwrap();
+        }
+        let rows: usize = frames.iter().map(DataFrame::height).sum();
+        assert_eq!(wa.finish().unwrap(), rows as u64);
+        assert_eq!(wb.finish().unwrap(), rows as u64);
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        // and it reads back as the frames
+        let back = ParquetReader::new(std::fs::File::open(&b).unwrap())
+            .finish()
+            .unwrap();
+        let mut all = frames[0].clone();
+        for df in &frames[1..] {
+            all.vstack_mut(df).unwrap();
+        }
+        assert!(back.equals_missing(&all));
+    }
+
+    #[test]
+    fn encoded_row_groups_refuse_a_csv_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TableWriter::new(&dir.path().join("x.csv"), FileFormat::Csv);
+        assert!(!w.takes_encoded());
+        let df = sample_frames().remove(0);
+        assert!(w.write_encoded(encode(&df).unwrap()).is_err());
+    }
+}
