@@ -92,7 +92,7 @@ mod tests {
     use crate::output::stream::TableWriter;
     use crate::output::write::FileFormat;
 
-    /// The `samples` frames of the bundled cpu-clock capture, cut every 4096 rows.
+    /// The `samples` frames of the bundled cpu-clock capture, cut every 1000 rows.
     fn sample_frames() -> Vec<DataFrame> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -106,7 +106,7 @@ mod tests {
         let mut frames = Vec::new();
         while let Some(e) = rd.next_event().unwrap() {
             tables.push(&e).unwrap();
-            if tables.rows() == 4096 {
+            if tables.rows() == 1000 {
                 frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
             }
         }
