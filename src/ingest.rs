@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
-use lockcast_parsers::{ftrace, Diagnostic, Diagnostics};
+use lockcast_parsers::{ftrace, perf_script, Diagnostic, Diagnostics};
 
 use crate::error::{Error, Result};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
@@ -57,9 +57,9 @@ pub struct Summary {
     pub bytes: u64,
 }
 
-/// The frames of one piece.
-struct PieceOut {
-    frames: Vec<(EventTable, DataFrame)>,
+/// The frames of one piece (`T`: a frame, or what [`run`]'s `prepare` made of it).
+struct PieceOut<T> {
+    frames: Vec<(EventTable, T)>,
     counts: EventCounts,
     diagnostics: Diagnostics,
     first_bad: Option<Diagnostic>,
@@ -74,6 +74,23 @@ pub fn run(
     progress: Option<&ProgressBar>,
     sink: &mut dyn FnMut(Vec<(EventTable, DataFrame)>) -> Result<()>,
 ) -> Result<Summary> {
+    run_prepared(input, opts, progress, &|_, df| Ok(df), sink)
+}
+
+/// [`run`], with each frame passed through `prepare` on the thread that built it (a parser
+/// thread when `opts.threads` > 1) before it goes to `sink`: work done there, such as encoding
+/// the frame for its file, runs in parallel instead of on the sink's thread.
+pub fn run_prepared<T: Send>(
+    input: Box<dyn BufRead + Send>,
+    opts: &Options,
+    progress: Option<&ProgressBar>,
+    prepare: &(dyn Fn(EventTable, DataFrame) -> Result<T> + Sync),
+    sink: &mut dyn FnMut(Vec<(EventTable, T)>) -> Result<()>,
+) -> Result<Summary> {
+    let parse_piece =
+        |data: &[u8], line_offset: u64, opts: &Options, header: Option<&ftrace::Header>| {
+            parse_piece(data, line_offset, opts, header).and_then(|out| out.prepared(prepare))
+        };
     let info = opts.format.info();
     let starts = match (info.starts_record, info.open_events) {
         (Some(s), _) => s,
@@ -91,7 +108,7 @@ pub fn run(
     let io = |e| Error::io(&opts.source, e);
     let mut summary = Summary::default();
     let started = std::time::Instant::now();
-    let mut absorb = |out: PieceOut, summary: &mut Summary| -> Result<()> {
+    let mut absorb = |out: PieceOut<T>, summary: &mut Summary| -> Result<()> {
         summary.counts.events += out.counts.events;
         summary.counts.bad_payloads += out.counts.bad_payloads;
         summary.diagnostics.merge(out.diagnostics);
@@ -152,7 +169,7 @@ pub fn run(
         }
         let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>, u64)>(opts.threads);
         let work_rx = Arc::new(Mutex::new(work_rx));
-        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<PieceOut>)>();
+        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<PieceOut<T>>)>();
         let reader = scope.spawn(move || -> std::io::Result<()> {
             let mut idx = 0;
             while credit_rx.recv().is_ok() {
@@ -187,7 +204,7 @@ pub fn run(
         }
         drop(done_tx);
         let mut next = 0usize;
-        let mut waiting: BTreeMap<usize, PieceOut> = BTreeMap::new();
+        let mut waiting: BTreeMap<usize, PieceOut<T>> = BTreeMap::new();
         for (idx, out) in done_rx.iter() {
             waiting.insert(idx, out?);
             while let Some(out) = waiting.remove(&next) {
@@ -209,13 +226,34 @@ pub fn run(
     Ok(summary)
 }
 
+impl PieceOut<DataFrame> {
+    fn prepared<T>(
+        self,
+        prepare: &(dyn Fn(EventTable, DataFrame) -> Result<T> + Sync),
+    ) -> Result<PieceOut<T>> {
+        let frames = self
+            .frames
+            .into_iter()
+            .map(|(t, df)| prepare(t, df).map(|x| (t, x)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PieceOut {
+            frames,
+            counts: self.counts,
+            diagnostics: self.diagnostics,
+            first_bad: self.first_bad,
+            header: self.header,
+            bytes: self.bytes,
+        })
+    }
+}
+
 /// Parse one piece into frames.
 fn parse_piece(
     data: &[u8],
     line_offset: u64,
     opts: &Options,
     header: Option<&ftrace::Header>,
-) -> Result<PieceOut> {
+) -> Result<PieceOut<DataFrame>> {
     let mut ro = lockcast_parsers::lines::ReaderOptions::default();
     ro.lenient = opts.lenient;
     ro.line_offset = line_offset;
@@ -231,6 +269,16 @@ fn parse_piece(
                 tables.push(&e)?;
             }
             (rd.diagnostics().clone(), Some(rd.header().clone()))
+        }
+        // perf script text, samples and tracepoints: borrowed from the piece, nothing copied
+        // per event or frame before it reaches the column builders
+        Format::PerfScript => {
+            let mut rd = perf_script::PieceReader::new(data, &ro);
+            while let Some(s) = rd.next_sample().map_err(err)? {
+                tables.push_ref(&s.view())?;
+                rd.recycle(s);
+            }
+            (rd.diagnostics().clone(), None)
         }
         // every other event format: its reader from the format table
         format => {

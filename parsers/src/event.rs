@@ -95,6 +95,181 @@ impl Frame {
     }
 }
 
+/// A [`Frame`] borrowed from the text it was printed in (same fields, no copies): what the
+/// piece readers of `perf script` text hand out, so a call chain costs no allocation per frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    /// Instruction address.
+    pub addr: u64,
+    /// Symbol without the `+0x..` offset.
+    pub symbol: &'a str,
+    /// Offset into the symbol, when printed.
+    pub offset: Option<u64>,
+    /// The DSO, without the parentheses.
+    pub dso: Option<&'a str>,
+}
+
+impl FrameRef<'_> {
+    /// The owned frame.
+    pub fn to_frame(&self) -> Frame {
+        Frame {
+            addr: self.addr,
+            symbol: self.symbol.to_string(),
+            offset: self.offset,
+            dso: self.dso.map(str::to_string),
+        }
+    }
+}
+
+impl Frame {
+    /// This frame, borrowed.
+    pub fn as_ref(&self) -> FrameRef<'_> {
+        FrameRef {
+            addr: self.addr,
+            symbol: &self.symbol,
+            offset: self.offset,
+            dso: self.dso.as_deref(),
+        }
+    }
+}
+
+/// A call chain: an owned event's frames or borrowed ones.
+#[derive(Debug, Clone, Copy)]
+pub enum Frames<'a> {
+    /// The frames of an [`Event`].
+    Owned(&'a [Frame]),
+    /// Frames borrowed from the text.
+    Borrowed(&'a [FrameRef<'a>]),
+}
+
+impl<'a> Frames<'a> {
+    /// Number of frames.
+    pub fn len(&self) -> usize {
+        match self {
+            Frames::Owned(f) => f.len(),
+            Frames::Borrowed(f) => f.len(),
+        }
+    }
+
+    /// No frames.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The frames, innermost first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = FrameRef<'a>> + 'a {
+        let (owned, borrowed): (&'a [Frame], &'a [FrameRef<'a>]) = match *self {
+            Frames::Owned(f) => (f, &[]),
+            Frames::Borrowed(f) => (&[], f),
+        };
+        // one of the two is empty: chained, the iterator keeps an exact length
+        FramesIter {
+            owned: owned.iter(),
+            borrowed: borrowed.iter(),
+        }
+    }
+}
+
+struct FramesIter<'a> {
+    owned: std::slice::Iter<'a, Frame>,
+    borrowed: std::slice::Iter<'a, FrameRef<'a>>,
+}
+
+impl<'a> Iterator for FramesIter<'a> {
+    type Item = FrameRef<'a>;
+    fn next(&mut self) -> Option<FrameRef<'a>> {
+        match self.owned.next() {
+            Some(f) => Some(f.as_ref()),
+            None => self.borrowed.next().copied(),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.owned.len() + self.borrowed.len();
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for FramesIter<'_> {}
+
+/// An [`Event`] whose text fields are borrowed: from an owned event ([`Event::view`]) or
+/// straight from the input piece (`perf_script::PieceReader`). The table builders read
+/// events through this, so either kind fills them the same way.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRef<'a> {
+    /// See [`Event::line`].
+    pub line: u64,
+    /// See [`Event::ts_ns`].
+    pub ts_ns: Option<i64>,
+    /// See [`Event::ts_res_ns`].
+    pub ts_res_ns: u32,
+    /// See [`Event::cpu`].
+    pub cpu: Option<u32>,
+    /// See [`Event::comm`].
+    pub comm: &'a str,
+    /// See [`Event::tid`].
+    pub tid: i32,
+    /// See [`Event::pid`].
+    pub pid: Option<i32>,
+    /// See [`Event::irq_flags`].
+    pub irq_flags: Option<&'a str>,
+    /// See [`Event::system`].
+    pub system: Option<&'a str>,
+    /// See [`Event::name`].
+    pub name: &'a str,
+    /// See [`Event::period`].
+    pub period: Option<u64>,
+    /// See [`Event::payload`].
+    pub payload: &'a str,
+    /// See [`Event::callchain`].
+    pub callchain: Frames<'a>,
+    /// See [`Event::source`].
+    pub source: Source,
+}
+
+impl Event {
+    /// This event, borrowed.
+    pub fn view(&self) -> EventRef<'_> {
+        EventRef {
+            line: self.line,
+            ts_ns: self.ts_ns,
+            ts_res_ns: self.ts_res_ns,
+            cpu: self.cpu,
+            comm: &self.comm,
+            tid: self.tid,
+            pid: self.pid,
+            irq_flags: self.irq_flags.as_deref(),
+            system: self.system.as_deref(),
+            name: &self.name,
+            period: self.period,
+            payload: &self.payload,
+            callchain: Frames::Owned(&self.callchain),
+            source: self.source,
+        }
+    }
+}
+
+impl EventRef<'_> {
+    /// The owned event.
+    pub fn to_event(&self) -> Event {
+        Event {
+            line: self.line,
+            ts_ns: self.ts_ns,
+            ts_res_ns: self.ts_res_ns,
+            cpu: self.cpu,
+            comm: self.comm.to_string(),
+            tid: self.tid,
+            pid: self.pid,
+            irq_flags: self.irq_flags.map(str::to_string),
+            system: self.system.map(str::to_string),
+            name: self.name.to_string(),
+            period: self.period,
+            payload: self.payload.to_string(),
+            callchain: self.callchain.iter().map(|f| f.to_frame()).collect(),
+            source: self.source,
+        }
+    }
+}
+
 /// How a capture was recorded, as its own header says (perf.data: the `HEADER_NRCPUS`,
 /// `OSRELEASE`, `VERSION`, `HOSTNAME`, `ARCH`, `CMDLINE` feature sections and the event
 /// attributes; tools/perf/Documentation/perf.data-file-format.txt), and the events it lost

@@ -180,6 +180,97 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
+/// The lines of a text already in memory (a piece of a larger input), borrowed from it: the
+/// lines, numbers and [`Line::Bad`] cases [`LineReader`] gives for the same bytes, without
+/// copying each line into a buffer. UTF-8 is checked once for the whole text; only when that
+/// fails is it checked line by line, to name the bad line.
+pub struct SliceLines<'a> {
+    bytes: &'a [u8],
+    /// The whole text, when it is valid UTF-8.
+    text: Option<&'a str>,
+    pos: usize,
+    line_no: u64,
+    max_line_len: usize,
+}
+
+impl<'a> SliceLines<'a> {
+    /// The lines of `bytes`, with the line length cap and line offset of `opts`.
+    pub fn new(bytes: &'a [u8], opts: &ReaderOptions) -> Self {
+        SliceLines {
+            bytes,
+            text: std::str::from_utf8(bytes).ok(),
+            pos: 0,
+            line_no: opts.line_offset,
+            max_line_len: opts.max_line_len.max(1),
+        }
+    }
+
+    /// Number of the line last returned (0 before the first, plus the line offset).
+    pub fn line_no(&self) -> u64 {
+        self.line_no
+    }
+
+    /// The next line, `None` at the end of the text.
+    pub fn next_line(&mut self) -> Option<Line<'a>> {
+        let start = self.pos;
+        let rest = self.bytes.get(start..).filter(|r| !r.is_empty())?;
+        let (total, mut end) = match memchr(b'\n', rest) {
+            Some(i) => (i + 1, start + i),
+            None => (rest.len(), self.bytes.len()),
+        };
+        self.pos = start + total;
+        self.line_no += 1;
+        let location = Location {
+            line: self.line_no,
+            col: 1,
+        };
+        // as LineReader: over the cap with its ending, the length counts the ending
+        if total > self.max_line_len + 2 {
+            return Some(Line::Bad(Diagnostic {
+                location,
+                kind: LineError::LineTooLong {
+                    len: total as u64,
+                    max: self.max_line_len,
+                },
+                line_text: String::new(),
+            }));
+        }
+        if end > start && self.bytes[end - 1] == b'\r' {
+            end -= 1;
+        }
+        if end - start > self.max_line_len {
+            return Some(Line::Bad(Diagnostic {
+                location,
+                kind: LineError::LineTooLong {
+                    len: (end - start) as u64,
+                    max: self.max_line_len,
+                },
+                line_text: String::new(),
+            }));
+        }
+        // line ends are ASCII, so a valid text's lines are char boundaries
+        if let Some(line) = self.text.and_then(|t| t.get(start..end)) {
+            return Some(Line::Text(line));
+        }
+        let raw = &self.bytes[start..end];
+        match std::str::from_utf8(raw) {
+            Ok(s) => Some(Line::Text(s)),
+            Err(e) => {
+                let byte = e.valid_up_to();
+                let text = String::from_utf8_lossy(raw);
+                Some(Line::Bad(Diagnostic {
+                    location: Location {
+                        line: self.line_no,
+                        col: byte as u32 + 1,
+                    },
+                    kind: LineError::InvalidUtf8 { byte },
+                    line_text: cut(&text, 120),
+                }))
+            }
+        }
+    }
+}
+
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     memchr::memchr(needle, hay)
 }
@@ -249,6 +340,48 @@ mod tests {
             });
         }
         out
+    }
+
+    #[test]
+    fn slice_lines_agree_with_line_reader() {
+        let input: &[u8] = b"a\r\nbb\n\n\xff\xfeok\n0123456789\n012345678901\r\n\r\nlast\r";
+        for max in [1, 3, 10, 11, 12, 100] {
+            let opts = ReaderOptions {
+                max_line_len: max,
+                line_offset: 7,
+                ..ReaderOptions::default()
+            };
+            let mut want = Vec::new();
+            let mut r = LineReader::with_options(input, &opts);
+            loop {
+                let n = r.line_no() + 1;
+                let Some(l) = r.next_line().unwrap() else {
+                    break;
+                };
+                want.push(show(l, n));
+            }
+            let mut got = Vec::new();
+            let mut s = SliceLines::new(input, &opts);
+            while let Some(l) = s.next_line() {
+                got.push(show(l, s.line_no()));
+            }
+            assert_eq!(got, want, "max {max}");
+            assert_eq!(want.len(), 8);
+        }
+        // a valid text takes the one-check path; the same lines
+        let mut s = SliceLines::new(b"x\r\n\ny", &ReaderOptions::default());
+        let mut got = Vec::new();
+        while let Some(l) = s.next_line() {
+            got.push(show(l, s.line_no()));
+        }
+        assert_eq!(got, ["1:x", "2:", "3:y"]);
+    }
+
+    fn show(l: Line<'_>, n: u64) -> String {
+        match l {
+            Line::Text(t) => format!("{n}:{t}"),
+            Line::Bad(d) => format!("{n}:bad {:?} {:?} {}", d.location, d.kind, d.line_text),
+        }
     }
 
     #[test]

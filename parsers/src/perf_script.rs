@@ -68,8 +68,8 @@ use nom::sequence::{delimited, terminated};
 use nom::{IResult, Parser};
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::event::{Event, Frame, Source};
-use crate::lines::{Line, LineReader};
+use crate::event::{Event, EventRef, FrameRef, Frames, Source};
+use crate::lines::{Line, LineReader, SliceLines};
 
 /// Format name used in errors.
 const FORMAT: &str = "perf script";
@@ -100,12 +100,12 @@ pub struct Reader<R> {
     finished: bool,
 }
 
-/// What one input line is.
-enum Class {
+/// What one input line is (borrowed from the line).
+enum Class<'a> {
     Blank,
     Comment,
-    Header(Event),
-    Frame(Frame),
+    Header(Head<'a>),
+    Frame(FrameRef<'a>),
     Bad(Diagnostic),
 }
 
@@ -166,14 +166,14 @@ impl<R: BufRead> Reader<R> {
                         return Ok(self.pending.take().map(|(ev, _)| ev));
                     }
                 }
-                Class::Header(ev) => {
-                    if let Some((prev, _)) = self.pending.replace((ev, 0)) {
+                Class::Header(h) => {
+                    if let Some((prev, _)) = self.pending.replace((h.to_event(), 0)) {
                         return Ok(Some(prev));
                     }
                 }
                 Class::Frame(f) => {
                     if let Some((ev, n)) = self.pending.as_mut() {
-                        ev.callchain.push(f);
+                        ev.callchain.push(f.to_frame());
                         *n += 1;
                     }
                 }
@@ -206,6 +206,129 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+/// One sample read by [`PieceReader`]: the header's fields and the frames, borrowed from the
+/// text.
+#[derive(Debug, Clone)]
+pub struct Sample<'a> {
+    event: EventRef<'a>,
+    frames: Vec<FrameRef<'a>>,
+}
+
+impl Sample<'_> {
+    /// The sample as an event (its call chain borrowed from this sample).
+    pub fn view(&self) -> EventRef<'_> {
+        EventRef {
+            callchain: Frames::Borrowed(&self.frames),
+            ..self.event
+        }
+    }
+}
+
+/// [`Reader`] over text already in memory (a piece of a larger input, as the parallel
+/// ingest cuts them): the same samples, line numbers, diagnostics and errors, with every text
+/// field and frame borrowed from the piece instead of copied into an owned [`Event`].
+pub struct PieceReader<'a> {
+    lines: SliceLines<'a>,
+    lenient: bool,
+    diagnostics: Diagnostics,
+    pending: Option<(Sample<'a>, usize)>,
+    deferred: Option<Error>,
+    finished: bool,
+    /// A finished sample's frame list, reused by the next header.
+    spare: Vec<FrameRef<'a>>,
+}
+
+impl<'a> PieceReader<'a> {
+    /// Read `text` (one piece, cut at a line where a sample starts).
+    pub fn new(text: &'a [u8], opts: &Options) -> Self {
+        PieceReader {
+            lines: SliceLines::new(text, opts),
+            lenient: opts.lenient,
+            diagnostics: Diagnostics::default(),
+            pending: None,
+            deferred: None,
+            finished: false,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Lines skipped so far (lenient mode).
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    /// Hand a sample back once used: its frame list is reused for a later one.
+    pub fn recycle(&mut self, sample: Sample<'a>) {
+        let mut v = sample.frames;
+        v.clear();
+        self.spare = v;
+    }
+
+    /// The next sample, as [`Reader::next_event`] gives it.
+    pub fn next_sample(&mut self) -> Result<Option<Sample<'a>>, Error> {
+        if let Some(e) = self.deferred.take() {
+            self.finished = true;
+            return Err(e);
+        }
+        if self.finished {
+            return Ok(None);
+        }
+        loop {
+            let line_no = self.lines.line_no() + 1;
+            let class = match self.lines.next_line() {
+                None => {
+                    self.finished = true;
+                    return Ok(self.pending.take().map(|(s, _)| s));
+                }
+                Some(Line::Bad(d)) => Class::Bad(d),
+                Some(Line::Text(s)) => classify(s, line_no, self.pending.is_some()),
+            };
+            match class {
+                Class::Comment => {}
+                Class::Blank => {
+                    if matches!(self.pending, Some((_, n)) if n > 0) {
+                        return Ok(self.pending.take().map(|(s, _)| s));
+                    }
+                }
+                Class::Header(h) => {
+                    let mut frames = std::mem::take(&mut self.spare);
+                    frames.extend(h.frame);
+                    let next = Sample {
+                        event: h.event,
+                        frames,
+                    };
+                    if let Some((prev, _)) = self.pending.replace((next, 0)) {
+                        return Ok(Some(prev));
+                    }
+                }
+                Class::Frame(f) => {
+                    if let Some((s, n)) = self.pending.as_mut() {
+                        s.frames.push(f);
+                        *n += 1;
+                    }
+                }
+                Class::Bad(d) => {
+                    if self.lenient {
+                        self.diagnostics.push(d);
+                        continue;
+                    }
+                    let err = Error::malformed(FORMAT, d);
+                    match self.pending.take() {
+                        Some((s, _)) => {
+                            self.deferred = Some(err);
+                            return Ok(Some(s));
+                        }
+                        None => {
+                            self.finished = true;
+                            return Err(err);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// True for a characteristic `perf script` sample header line: a `tid` or `pid/tid`, an optional
 /// `[cpu]`, a `secs.frac:` time and an `event:` token.
 ///
@@ -230,7 +353,7 @@ pub fn sniff(line: &str) -> bool {
             (Some(sys), name) => is_ident(sys) && is_ident(name),
             (None, name) => {
                 SAMPLE_EVENTS.contains(&name.split(':').next().unwrap_or(name))
-                    && (h.rest.is_empty() || matches!(parse_frame(h.rest), Some((_, true))))
+                    && (h.rest.is_empty() || matches!(frame_ref(h.rest), Some((_, true))))
             }
         },
         None => false,
@@ -288,7 +411,7 @@ pub fn starts_record(line: &str) -> bool {
 ///
 /// A frame when no sample is open (`in_sample` false: a blank line ended the last one) is
 /// malformed.
-fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
+fn classify(s: &str, line_no: u64, in_sample: bool) -> Class<'_> {
     if s.trim().is_empty() {
         return Class::Blank;
     }
@@ -300,10 +423,10 @@ fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
     let may_be_header = s.contains(':');
     if may_be_header {
         if let Some(h) = parse_header(s, true) {
-            return Class::Header(h.into_event(line_no));
+            return Class::Header(h.into_head(line_no));
         }
     }
-    let frame = parse_frame(s);
+    let frame = frame_ref(s);
     let what = match frame {
         Some((f, true)) if in_sample => return Class::Frame(f),
         Some((_, true)) => EXPECTED_HEADER_FIRST,
@@ -311,7 +434,7 @@ fn classify(s: &str, line_no: u64, in_sample: bool) -> Class {
     };
     if may_be_header {
         if let Some(h) = parse_header(s, false) {
-            return Class::Header(h.into_event(line_no));
+            return Class::Header(h.into_head(line_no));
         }
     }
     let what = match frame {
@@ -345,36 +468,58 @@ struct Header<'a> {
     rest: &'a str,
 }
 
-impl Header<'_> {
-    fn into_event(self, line: u64) -> Event {
+/// A header line read into an event without frames, and the frame printed on the line itself.
+struct Head<'a> {
+    event: EventRef<'a>,
+    frame: Option<FrameRef<'a>>,
+}
+
+impl Head<'_> {
+    fn to_event(&self) -> Event {
+        let mut e = self.event.to_event();
+        e.callchain.extend(self.frame.map(|f| f.to_frame()));
+        e
+    }
+}
+
+impl<'a> Header<'a> {
+    fn into_head(self, line: u64) -> Head<'a> {
         let (system, name) = split_event(self.event);
         // HW/SW samples without -g print `ip sym (dso)` on the header line: that is their stack.
         // So does a tracepoint recorded with `/call-graph=no/` in a session where other events
         // have call chains: the frame follows the payload and is not part of it.
-        let (payload, callchain) = match (system, parse_frame(self.rest)) {
-            (None, Some((f, true))) => (self.rest.to_string(), vec![f]),
+        let (payload, frame) = match (system, frame_ref(self.rest)) {
+            (None, Some((f, true))) => (self.rest, Some(f)),
             (Some(_), _) => match split_trailing_frame(self.rest) {
-                Some((p, f)) => (p.to_string(), vec![f]),
-                None => (self.rest.to_string(), Vec::new()),
+                Some((p, f)) => (p, Some(f)),
+                None => (self.rest, None),
             },
-            _ => (self.rest.to_string(), Vec::new()),
+            _ => (self.rest, None),
         };
-        Event {
-            line,
-            ts_ns: self.time.map(|t| t.0),
-            ts_res_ns: self.time.map_or(0, |t| t.1),
-            cpu: self.cpu,
-            comm: self.comm.to_string(),
-            tid: self.tid,
-            pid: self.pid,
-            irq_flags: None,
-            system: system.map(str::to_string),
-            name: name.to_string(),
-            period: self.period,
-            payload,
-            callchain,
-            source: Source::PerfScript,
+        Head {
+            event: EventRef {
+                line,
+                ts_ns: self.time.map(|t| t.0),
+                ts_res_ns: self.time.map_or(0, |t| t.1),
+                cpu: self.cpu,
+                comm: self.comm,
+                tid: self.tid,
+                pid: self.pid,
+                irq_flags: None,
+                system,
+                name,
+                period: self.period,
+                payload,
+                callchain: Frames::Borrowed(&[]),
+                source: Source::PerfScript,
+            },
+            frame,
         }
+    }
+
+    #[cfg(test)]
+    fn into_event(self, line: u64) -> Event {
+        self.into_head(line).to_event()
     }
 }
 
@@ -382,7 +527,7 @@ impl Header<'_> {
 /// sample's ip there when the event has no call chain but the session has some): the payload
 /// without it, and the frame. Only the last three or so tokens are tried, and the frame must
 /// have a `(dso)`, so payloads that merely end in a parenthesis stay whole.
-fn split_trailing_frame(rest: &str) -> Option<(&str, Frame)> {
+fn split_trailing_frame(rest: &str) -> Option<(&str, FrameRef<'_>)> {
     if !rest.ends_with(')') {
         return None;
     }
@@ -391,7 +536,7 @@ fn split_trailing_frame(rest: &str) -> Option<(&str, Frame)> {
         if start == 0 || !tok.bytes().all(|b| b.is_ascii_hexdigit()) || tok.len() < 6 {
             continue;
         }
-        if let Some((f, true)) = parse_frame(&rest[start..]) {
+        if let Some((f, true)) = frame_ref(&rest[start..]) {
             return Some((rest[..start].trim_end(), f));
         }
     }
@@ -400,21 +545,63 @@ fn split_trailing_frame(rest: &str) -> Option<(&str, Frame)> {
 
 /// Whitespace-separated tokens with their byte offsets.
 fn tokens(s: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in s.char_indices() {
-        if c == ' ' || c == '\t' {
-            if let Some(st) = start.take() {
-                out.push((st, &s[st..i]));
-            }
-        } else if start.is_none() {
-            start = Some(i);
+    let mut t = Tokens::new(s);
+    while t.advance() {}
+    t.found
+}
+
+/// The space/TAB-separated tokens of a line, cut only as far as they are asked for: a header's
+/// fields are in its first few tokens, and a tracepoint's payload need not be cut at all.
+struct Tokens<'a> {
+    s: &'a str,
+    pos: usize,
+    found: Vec<(usize, &'a str)>,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(s: &'a str) -> Self {
+        Tokens {
+            s,
+            pos: 0,
+            found: Vec::with_capacity(8),
         }
     }
-    if let Some(st) = start {
-        out.push((st, &s[st..]));
+
+    /// Cut the next token; false at the end of the line. Space and TAB are ASCII, so byte
+    /// offsets are char boundaries.
+    fn advance(&mut self) -> bool {
+        let b = self.s.as_bytes();
+        let sep = |c: u8| c == b' ' || c == b'\t';
+        let mut i = self.pos;
+        while i < b.len() && sep(b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            self.pos = i;
+            return false;
+        }
+        let start = i;
+        while i < b.len() && !sep(b[i]) {
+            i += 1;
+        }
+        self.pos = i;
+        match self.s.get(start..i) {
+            Some(t) => {
+                self.found.push((start, t));
+                true
+            }
+            None => false,
+        }
     }
-    out
+
+    fn get(&mut self, k: usize) -> Option<(usize, &'a str)> {
+        while self.found.len() <= k {
+            if !self.advance() {
+                return None;
+            }
+        }
+        self.found.get(k).copied()
+    }
 }
 
 /// Parse a header line (FORMATS.md §2.1). Real lines:
@@ -433,14 +620,14 @@ fn tokens(s: &str) -> Vec<(usize, &str)> {
 /// token wins. Without, the first pid token after a non-empty comm that is followed by
 /// `[cpu]`, period and an event token wins.
 fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
-    let toks = tokens(s);
-    for i in 0..toks.len() {
+    let mut toks = Tokens::new(s);
+    for i in 0.. {
+        let Some((pid_start, pid_tok)) = toks.get(i) else {
+            break;
+        };
         if !need_time && i == 0 {
             continue;
         }
-        let Some(&(pid_start, pid_tok)) = toks.get(i) else {
-            break;
-        };
         let Some((pid, tid)) = pid_tid(pid_tok) else {
             continue;
         };
@@ -459,7 +646,7 @@ fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
         if period.is_some() {
             j += 1;
         }
-        let Some(&(ev_start, ev_tok)) = toks.get(j) else {
+        let Some((ev_start, ev_tok)) = toks.get(j) else {
             continue;
         };
         let Some(event) = event_field(ev_tok) else {
@@ -582,27 +769,58 @@ fn split_event(ev: &str) -> (Option<&str>, &str) {
 ///                   74d468 v8::Function::Call(v8::Handle<v8::Value>, int, v8::Handle<v8::Value>*) (/tmp/node-v011)
 /// \t    7f443cc8af43 __mmap64 (inlined)
 /// ```
-fn parse_frame(s: &str) -> Option<(Frame, bool)> {
-    let t = s.trim();
-    let (addr_s, rest) = match t.find([' ', '\t']) {
-        Some(i) => (t.get(..i)?, t.get(i..)?.trim_start()),
-        None => (t, ""),
+#[cfg(test)]
+fn parse_frame(s: &str) -> Option<(crate::event::Frame, bool)> {
+    frame_ref(s).map(|(f, dso)| (f.to_frame(), dso))
+}
+
+/// [`parse_frame`], borrowed from the line.
+fn frame_ref(s: &str) -> Option<(FrameRef<'_>, bool)> {
+    let t = trim(s);
+    let b = t.as_bytes();
+    let i = b.iter().position(|&c| c == b' ' || c == b'\t');
+    let (addr_s, rest) = match i {
+        Some(i) => (b.get(..i)?, t.get(i..)?.trim_start()),
+        None => (b, ""),
     };
-    if addr_s.is_empty() || addr_s.len() > 16 || !addr_s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if addr_s.is_empty() || addr_s.len() > 16 {
         return None;
     }
-    let addr = u64::from_str_radix(addr_s, 16).ok()?;
+    // hex digits only, at most 16 of them: cannot overflow
+    let mut addr = 0u64;
+    for &c in addr_s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        addr = (addr << 4) | u64::from(d);
+    }
     let (sym, dso) = split_dso(rest);
     let (symbol, offset) = split_offset(sym);
     Some((
-        Frame {
+        FrameRef {
             addr,
-            symbol: symbol.to_string(),
+            symbol,
             offset,
-            dso: dso.map(str::to_string),
+            dso,
         },
         dso.is_some(),
     ))
+}
+
+/// `s.trim()`, cheaper on the usual line: ASCII whitespace is cut byte by byte, and only a
+/// line that then starts or ends with another whitespace candidate (a vertical tab, a
+/// non-ASCII character) goes through `str::trim`, so the result is always `s.trim()`.
+fn trim(s: &str) -> &str {
+    let t = s.trim_ascii();
+    let odd = |b: Option<&u8>| b.is_some_and(|&b| b == 0x0b || b >= 0x80);
+    if odd(t.as_bytes().first()) || odd(t.as_bytes().last()) {
+        t.trim()
+    } else {
+        t
+    }
 }
 
 /// Split `symbol (dso)` at the last parenthesised group at the end of the text; the group's `(`
@@ -657,6 +875,7 @@ fn split_offset(sym: &str) -> (&str, Option<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Frame;
     use std::fs::File;
     use std::io::{BufReader, Read};
     use std::path::{Path, PathBuf};
@@ -1969,6 +2188,74 @@ mod tests {
                 .take(buf.len() + 1)
                 .count()
         });
+    }
+
+    /// PieceReader and Reader over the same bytes: the same events, errors and diagnostics.
+    fn same_as_reader(buf: &[u8], opts: &Options) -> usize {
+        let mut r = Reader::new(buf, opts);
+        let mut p = PieceReader::new(buf, opts);
+        let mut n = 0;
+        loop {
+            let a = r.next_event();
+            let b = p.next_sample().map(|o| {
+                o.map(|s| {
+                    let e = s.view().to_event();
+                    p.recycle(s);
+                    e
+                })
+            });
+            match (a, b) {
+                (Ok(None), Ok(None)) => break,
+                (Ok(x), Ok(y)) => assert_eq!(x, y),
+                (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
+                (x, y) => panic!("reader {x:?}, piece reader {y:?}"),
+            }
+            n += 1;
+            assert!(n <= buf.len() + 1, "piece reader loops");
+        }
+        assert_eq!(r.diagnostics(), p.diagnostics());
+        n
+    }
+
+    #[test]
+    fn perf_script_piece_reader_equals_reader() {
+        let dir = corpus_dir().join("perf-script");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        files.push(fixtures_dir().join("lrufault-lock-lru-kmem-g.txt"));
+        for f in &files {
+            let mut buf = Vec::new();
+            open(f).read_to_end(&mut buf).unwrap();
+            for lenient in [false, true] {
+                let opts = Options {
+                    lenient,
+                    line_offset: 5,
+                    ..Options::default()
+                };
+                same_as_reader(&buf, &opts);
+            }
+        }
+        let base = std::fs::read(fixtures_dir().join("lrufault-lock-lru-kmem-g.txt")).unwrap();
+        crate::lines::testing::mutations_never_panic(&base, same_as_reader);
+    }
+
+    #[test]
+    fn perf_script_trim_is_str_trim() {
+        for s in [
+            "",
+            " ",
+            "\t x \t",
+            "\u{a0}x\u{a0}",
+            "\u{b}x",
+            "x\u{b}",
+            " \u{2003} é ",
+            "\r\nx\r",
+        ] {
+            assert_eq!(trim(s), s.trim(), "{s:?}");
+        }
     }
 
     #[test]

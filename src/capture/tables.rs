@@ -60,6 +60,19 @@ pub fn read(
     opts: &ReadOptions,
     emit: &mut dyn FnMut(Table, DataFrame) -> Result<()>,
 ) -> Result<InputSummary> {
+    read_prepared(spec, format, tables, opts, &|_, df| Ok(df), emit)
+}
+
+/// [`read`], each frame passed through `prepare` before `emit`: on the parser threads for the
+/// per-event tables of text traces (see [`ingest::run_prepared`]), on this thread otherwise.
+pub fn read_prepared<T: Send>(
+    spec: &InputSpec,
+    format: Format,
+    tables: &[Table],
+    opts: &ReadOptions,
+    prepare: &(dyn Fn(Table, DataFrame) -> Result<T> + Sync),
+    emit: &mut dyn FnMut(Table, T) -> Result<()>,
+) -> Result<InputSummary> {
     let mut summary = InputSummary::default();
     let open_opts = OpenOptions {
         format: Some(format),
@@ -85,7 +98,7 @@ pub fn read(
             tables.contains(&Table::Contention),
             &open_opts,
             opts.chunk_rows,
-            emit,
+            &mut |t, df| emit(t, prepare(t, df)?),
         )?;
         summary.skipped.push(r.diagnostics);
         summary.pairing = r.pairing;
@@ -100,7 +113,8 @@ pub fn read(
             contention: tables.contains(&Table::Contention),
             lenient: opts.open.lenient,
         };
-        let (rd, built) = build_ahead(rd, &spec.path, &want, emit)?;
+        let (rd, built) =
+            build_ahead(rd, &spec.path, &want, &mut |t, df| emit(t, prepare(t, df)?))?;
         summary.pairing = built.pairing;
         summary.skipped.push(rd.diagnostics().clone());
         summary.events = Some(built.counts.events);
@@ -116,13 +130,20 @@ pub fn read(
             threads: opts.threads,
             piece_bytes: opts.piece_bytes,
         };
-        let mut sink = |frames: Vec<(EventTable, DataFrame)>| -> Result<()> {
-            for (t, df) in frames {
-                emit(Table::Event(t), df)?;
+        let mut sink = |frames: Vec<(EventTable, T)>| -> Result<()> {
+            for (t, x) in frames {
+                emit(Table::Event(t), x)?;
             }
             Ok(())
         };
-        let s = ingest::run(opened.reader, &io, opened.progress.as_ref(), &mut sink)?;
+        let prepare_event = |t: EventTable, df: DataFrame| prepare(Table::Event(t), df);
+        let s = ingest::run_prepared(
+            opened.reader,
+            &io,
+            opened.progress.as_ref(),
+            &prepare_event,
+            &mut sink,
+        )?;
         if let Some(pb) = opened.progress {
             pb.finish_and_clear();
         }
@@ -145,7 +166,7 @@ pub fn read(
         }
         summary.skipped.push(rd.diagnostics().clone());
         summary.callgraph_entries = Some(cg.entries);
-        emit(Table::Callgraph, cg.finish()?)?;
+        emit(Table::Callgraph, prepare(Table::Callgraph, cg.finish()?)?)?;
     }
     Ok(summary)
 }

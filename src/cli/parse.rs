@@ -1,6 +1,6 @@
 //! `lockcast parse`: what the inputs hold, or their tables written to files or stdout.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use anyhow::Result;
@@ -12,6 +12,7 @@ use lockcast::capture::tables::{self, InputSummary, ReadOptions};
 use lockcast::capture::{self, OpenOptions};
 use lockcast::frames::table::Table;
 use lockcast::input::InputSpec;
+use lockcast::output::row_groups;
 use lockcast::output::stream::TableWriter;
 use lockcast::output::target::{self, Dest, Target};
 use lockcast::output::write::FileFormat;
@@ -245,14 +246,30 @@ fn write_tables(a: &ParseArgs, open: &OpenOptions) -> Result<()> {
                 }
             }
         }
-        let mut emit = |w: Table, df: DataFrame| -> Result<(), Error> {
-            *rows.entry(w).or_default() += df.height() as u64;
-            match writers.get_mut(&w) {
-                Some(tw) => tw.write(df),
-                None => Ok(()),
+        // Parquet files get their row groups encoded where the frames are built (the parser
+        // threads of a text trace), so the writer here only appends pages
+        let encoded: BTreeSet<Table> = writers
+            .iter()
+            .filter(|(_, tw)| tw.takes_encoded())
+            .map(|(t, _)| *t)
+            .collect();
+        let prepare = |w: Table, df: DataFrame| -> lockcast::Result<Part> {
+            if encoded.contains(&w) {
+                row_groups::encode(&df).map(Part::Encoded)
+            } else {
+                Ok(Part::Frame(df))
             }
         };
-        let summary = tables::read(spec, *format, &here, &ropts, &mut emit)?;
+        let mut emit = |w: Table, part: Part| -> Result<(), Error> {
+            let (n, tw) = (part.rows(), writers.get_mut(&w));
+            *rows.entry(w).or_default() += n as u64;
+            match (tw, part) {
+                (Some(tw), Part::Frame(df)) => tw.write(df),
+                (Some(tw), Part::Encoded(enc)) => tw.write_encoded(enc),
+                (None, _) => Ok(()),
+            }
+        };
+        let summary = tables::read_prepared(spec, *format, &here, &ropts, &prepare, &mut emit)?;
         for d in &summary.skipped {
             warn::skipped(&spec.path, d);
         }
@@ -314,6 +331,21 @@ fn summary_text(s: &InputSummary) -> String {
         text.push_str(&format!(", {n} entries"));
     }
     text
+}
+
+/// A frame on its way to its writer: as built, or already encoded for a Parquet file.
+enum Part {
+    Frame(DataFrame),
+    Encoded(row_groups::Encoded),
+}
+
+impl Part {
+    fn rows(&self) -> usize {
+        match self {
+            Part::Frame(df) => df.height(),
+            Part::Encoded(enc) => enc.rows,
+        }
+    }
 }
 
 fn finish_all(writers: &mut BTreeMap<Table, TableWriter>) -> Result<Vec<(Dest, u64)>, Error> {

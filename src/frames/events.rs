@@ -12,7 +12,7 @@
 
 use polars::prelude::*;
 
-use lockcast_parsers::event::Event;
+use lockcast_parsers::event::{Event, EventRef, Frames};
 use lockcast_parsers::payload::{self, CollapseEvent as C};
 use lockcast_parsers::{Diagnostic, LineError, Location};
 
@@ -167,12 +167,12 @@ macro_rules! event_tables {
 
             /// The typed table an event belongs to, from its name (and its system when
             /// printed: a function-tracer line named like a tracepoint is not that tracepoint).
-            pub fn typed_for(e: &Event) -> Option<Self> {
-                let (sys, t) = match e.name.as_str() {
+            pub fn typed_for(e: &EventRef<'_>) -> Option<Self> {
+                let (sys, t) = match e.name {
                     $($events $(if $guard)? => ($sys, EventTable::$table),)+
                     _ => return None,
                 };
-                match e.system.as_deref() {
+                match e.system {
                     Some(s) if s != sys => None,
                     _ => Some(t),
                 }
@@ -198,7 +198,7 @@ macro_rules! event_tables {
             }
 
             /// Parse `event`'s payload into the columns; nothing is pushed when it fails.
-            fn push(&mut self, event: &Event) -> Result<(), LineError> {
+            fn push(&mut self, event: &EventRef<'_>) -> Result<(), LineError> {
                 match self {
                     $(TypedCols::$table { $($col,)+ } => {
                         let $e = event;
@@ -221,19 +221,19 @@ macro_rules! event_tables {
 event_tables! {
     /// `lock:contention_begin`.
     ContentionBegin = "contention_begin" from "lock": "contention_begin",
-        |e| payload::contention_begin(&e.payload) => |x| {
+        |e| payload::contention_begin(e.payload) => |x| {
             lock(ty::LOCK): Str = &x.lock,
             flags(ty::FLAGS): Str = &x.flags,
         }
     /// `lock:contention_end`.
     ContentionEnd = "contention_end" from "lock": "contention_end",
-        |e| payload::contention_end(&e.payload) => |x| {
+        |e| payload::contention_end(e.payload) => |x| {
             lock(ty::LOCK): Str = &x.lock,
             ret(ty::RET): Num<i32> = x.ret,
         }
     /// `pagemap:mm_lru_insertion`.
     LruInsertion = "lru_insertion" from "pagemap": "mm_lru_insertion",
-        |e| payload::lru_insertion(&e.payload) => |x| {
+        |e| payload::lru_insertion(e.payload) => |x| {
             folio(ty::FOLIO): Str = &x.folio,
             pfn(ty::PFN): Num<u64> = x.pfn,
             lru(ty::LRU): Num<i32> = x.lru,
@@ -241,13 +241,13 @@ event_tables! {
         }
     /// `pagemap:mm_lru_activate`.
     LruActivate = "lru_activate" from "pagemap": "mm_lru_activate",
-        |e| payload::lru_activate(&e.payload) => |x| {
+        |e| payload::lru_activate(e.payload) => |x| {
             folio(ty::FOLIO): Str = &x.folio,
             pfn(ty::PFN): Num<u64> = x.pfn,
         }
     /// `kmem:mm_page_alloc`.
     PageAlloc = "page_alloc" from "kmem": "mm_page_alloc",
-        |e| payload::page_alloc(&e.payload) => |x| {
+        |e| payload::page_alloc(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
@@ -256,21 +256,21 @@ event_tables! {
         }
     /// `kmem:mm_page_free`.
     PageFree = "page_free" from "kmem": "mm_page_free",
-        |e| payload::page_free(&e.payload) => |x| {
+        |e| payload::page_free(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
         }
     /// `kmem:mm_page_free_batched` (the payload of `mm_page_free`).
     PageFreeBatched = "page_free_batched" from "kmem": "mm_page_free_batched",
-        |e| payload::page_free(&e.payload) => |x| {
+        |e| payload::page_free(e.payload) => |x| {
             page(ty::PAGE): Str = &x.page,
             pfn(ty::PFN): Num<u64> = x.pfn,
             order(ty::ORDER): Num<u32> = x.order,
         }
     /// `huge_memory:mm_khugepaged_scan_pmd`.
     KhugepagedScanPmd = "khugepaged_scan_pmd" from "huge_memory": "mm_khugepaged_scan_pmd",
-        |e| payload::khugepaged_scan_pmd(&e.payload) => |x| {
+        |e| payload::khugepaged_scan_pmd(e.payload) => |x| {
             mm(ty::MM): Str = &x.mm,
             scan_pfn(ty::SCAN_PFN): Num<u64> = x.scan_pfn,
             writable(ty::WRITABLE): Num<Option<i32>> = x.writable,
@@ -283,7 +283,7 @@ event_tables! {
     /// fills the columns its `TP_printk` prints, the others are null.
     CollapseHugePage = "collapse_huge_page" from "huge_memory":
         "mm_collapse_huge_page" | "mm_collapse_huge_page_isolate" | "mm_collapse_huge_page_swapin",
-        |e| payload::collapse_event(&e.name, &e.payload) => |x| {
+        |e| payload::collapse_event(e.name, e.payload) => |x| {
             event(ty::EVENT): Str = &e.name,
             mm(ty::MM): Str = match &x {
                 C::Collapse(c) => Some(c.mm.as_str()),
@@ -327,7 +327,7 @@ event_tables! {
         }
     /// `vmscan:mm_vmscan_*`.
     Vmscan = "vmscan" from "vmscan": n if n.starts_with("mm_vmscan_"),
-        |e| payload::vmscan(&e.payload) => |x| {
+        |e| payload::vmscan(e.payload) => |x| {
             event(ty::EVENT): Str = &e.name,
             nid(ty::NID): Num<Option<i32>> = x.nid,
             order(ty::ORDER): Num<Option<i32>> = x.order,
@@ -377,11 +377,11 @@ impl Common {
             tgid: Vec::new(),
         }
     }
-    fn push(&mut self, e: &Event) {
+    fn push(&mut self, e: &EventRef<'_>) {
         self.line.push(e.line);
         self.ts.push(e.ts_ns);
         self.cpu.push(e.cpu);
-        self.comm.append(&e.comm);
+        self.comm.append(e.comm);
         self.pid.push(i64::from(e.tid));
         self.tgid.push(e.pid.map(i64::from));
     }
@@ -439,6 +439,8 @@ struct SamplesCols {
     symbol: ListStringChunkedBuilder,
     offset: ListPrimitiveChunkedBuilder<UInt64Type>,
     dso: ListStringChunkedBuilder,
+    /// `system:name` of the row being pushed.
+    scratch: String,
 }
 
 impl SamplesCols {
@@ -458,28 +460,43 @@ impl SamplesCols {
             symbol: ListStringChunkedBuilder::new(sa::STACK_SYMBOL.into(), 1024, 16 * 1024),
             offset: list_u64(sa::STACK_OFFSET),
             dso: ListStringChunkedBuilder::new(sa::STACK_DSO.into(), 1024, 16 * 1024),
+            scratch: String::new(),
         }
     }
 
-    fn push(&mut self, e: &Event) {
+    fn push(&mut self, e: &EventRef<'_>) {
         self.line.push(e.line);
         self.ts.push(e.ts_ns);
         self.cpu.push(e.cpu);
-        self.comm.append(&e.comm);
+        self.comm.append(e.comm);
         self.pid.push(e.pid.map(i64::from));
         self.tid.push(i64::from(e.tid));
-        match &e.system {
-            Some(s) => self.event.append(&format!("{s}:{}", e.name)),
-            None => self.event.append(&e.name),
+        match e.system {
+            Some(s) => {
+                self.scratch.clear();
+                self.scratch.push_str(s);
+                self.scratch.push(':');
+                self.scratch.push_str(e.name);
+                self.event.append(self.scratch.as_str());
+            }
+            None => self.event.append(e.name),
         }
         self.period.push(e.period);
-        let cc = &e.callchain;
-        self.addr.append_iter(cc.iter().map(|f| Some(f.addr)));
-        self.symbol
-            .append_values_iter(cc.iter().map(|f| f.symbol.as_str()));
-        self.offset.append_iter(cc.iter().map(|f| f.offset));
-        self.dso
-            .append_trusted_len_iter(cc.iter().map(|f| f.dso.as_deref()));
+        // the same four appends over either kind of frame list (slice iterators: the builders
+        // want trusted lengths)
+        macro_rules! frames {
+            ($cc:expr, $sym:expr, $dso:expr) => {{
+                let cc = $cc;
+                self.addr.append_iter(cc.iter().map(|f| Some(f.addr)));
+                self.symbol.append_values_iter(cc.iter().map($sym));
+                self.offset.append_iter(cc.iter().map(|f| f.offset));
+                self.dso.append_trusted_len_iter(cc.iter().map($dso));
+            }};
+        }
+        match e.callchain {
+            Frames::Owned(cc) => frames!(cc, |f| f.symbol.as_str(), |f| f.dso.as_deref()),
+            Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, |f| f.dso),
+        }
     }
 
     fn columns(mut self, source: &str) -> Vec<Column> {
@@ -603,14 +620,19 @@ impl EventTables {
 
     /// Add one event to every wanted table it belongs to.
     pub fn push(&mut self, e: &Event) -> Result<()> {
+        self.push_ref(&e.view())
+    }
+
+    /// [`EventTables::push`] of a borrowed event.
+    pub fn push_ref(&mut self, e: &EventRef<'_>) -> Result<()> {
         self.counts.events += 1;
         if let Some((c, x)) = self.common.as_mut() {
             c.push(e);
-            x.irq_flags.append(e.irq_flags.as_deref());
-            x.system.append(e.system.as_deref());
-            x.event.append(&e.name);
+            x.irq_flags.append(e.irq_flags);
+            x.system.append(e.system);
+            x.event.append(e.name);
             x.period.push(e.period);
-            x.payload.append(&e.payload);
+            x.payload.append(e.payload);
             self.rows += 1;
         }
         if e.source.has_samples() {
@@ -634,12 +656,12 @@ impl EventTables {
             }
             None => {
                 if let Some(f) = self.fields.as_mut() {
-                    for (k, v) in payload::key_values(&e.payload) {
+                    for (k, v) in payload::key_values(e.payload) {
                         if k.is_empty() {
                             continue;
                         }
                         f.line.push(e.line);
-                        f.event.append(&e.name);
+                        f.event.append(e.name);
                         f.key.append(k);
                         f.value.append(v);
                         self.rows += 1;
@@ -650,7 +672,7 @@ impl EventTables {
         Ok(())
     }
 
-    fn bad_payload(&mut self, e: &Event, kind: LineError) -> Result<()> {
+    fn bad_payload(&mut self, e: &EventRef<'_>, kind: LineError) -> Result<()> {
         let d = Diagnostic {
             location: Location {
                 line: e.line,

@@ -7,6 +7,7 @@ pub mod formats;
 pub mod perf_text;
 pub mod perfetto;
 pub mod render;
+pub mod row_groups;
 pub mod sheet;
 pub mod stream;
 pub mod table;

@@ -130,6 +130,51 @@ impl TableWriter {
         }
     }
 
+    /// Append a frame encoded by [`super::row_groups::encode`] (a Parquet file's writer only:
+    /// any other destination gets nothing and an error).
+    pub fn write_encoded(&mut self, enc: super::row_groups::Encoded) -> Result<()> {
+        if self.schema.is_none() {
+            self.schema = Some(enc.schema.clone());
+        }
+        if enc.rows == 0 {
+            return Ok(());
+        }
+        self.rows += enc.rows as u64;
+        if matches!(self.state, State::Empty) {
+            self.state = match (&self.dest, self.format) {
+                (Dest::File(path), FileFormat::Parquet) => self.open_parquet(path, &enc.schema)?,
+                _ => {
+                    return Err(Error::Input(format!(
+                        "{}: Parquet row groups for a file of another format",
+                        self.dest.display()
+                    )))
+                }
+            };
+        }
+        let State::Parquet { writer, .. } = &mut self.state else {
+            return Err(Error::Input(format!(
+                "{}: Parquet row groups for a file of another format",
+                self.dest.display()
+            )));
+        };
+        let name = self.dest.display();
+        for (rows, pages) in &enc.groups {
+            writer
+                .write_row_group(*rows as u64, pages)
+                .map_err(|e| Error::polars(format!("writing {name}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether frames for this writer are best encoded where they are built
+    /// ([`TableWriter::write_encoded`]): a Parquet file.
+    pub fn takes_encoded(&self) -> bool {
+        matches!(
+            (&self.dest, self.format),
+            (Dest::File(_), FileFormat::Parquet)
+        )
+    }
+
     fn open_csv(&self, path: &Path, df: &DataFrame) -> Result<State> {
         let (tmp, file) = temp_in(path)?;
         // the schema after lists are joined: the header names are the same
@@ -147,7 +192,7 @@ impl TableWriter {
     fn open_parquet(&self, path: &Path, df: &DataFrame) -> Result<State> {
         let (tmp, file) = temp_in(path)?;
         let writer = ParquetWriter::new(file)
-            .with_compression(ParquetCompression::Zstd(None))
+            .with_compression(super::row_groups::COMPRESSION)
             .batched(df.schema())
             .map_err(self.ctx())?;
         Ok(State::Parquet {

@@ -1,0 +1,153 @@
+//! Parquet row groups encoded away from the writer: a frame's columns are encoded and
+//! zstd-compressed into pages wherever the frame was built (the parser threads of
+//! [`crate::ingest`]), and [`super::stream::TableWriter`] only appends the pages to the file.
+//!
+//! The pages are those polars' `BatchedWriter::write_batch` makes of the same frame (the same
+//! arrow schema, Parquet schema, per-column encodings and write options: zstd at its default
+//! level, min/max/null-count statistics, format version 1, 1 MiB data pages), so the file is
+//! byte for byte the one writing the frames on the writer thread gives; only where the CPU
+//! time is spent changes.
+
+use polars::io::parquet::write::{get_encodings, ParquetCompression, StatisticsOptions};
+use polars::prelude::*;
+use polars_parquet::read::ParquetError;
+use polars_parquet::write::{
+    array_to_columns, to_parquet_schema, CompressedPage, Compressor, Version, WriteOptions,
+};
+
+use crate::error::{Error, Result};
+
+/// The compression every lockcast Parquet file uses (zstd, the library's default level).
+pub const COMPRESSION: ParquetCompression = ParquetCompression::Zstd(None);
+
+/// One frame's row groups, ready to be appended to a Parquet file of its schema.
+pub struct Encoded {
+    /// The frame without rows (its schema; what a table with no rows is written from).
+    pub schema: DataFrame,
+    /// Rows over all groups.
+    pub rows: usize,
+    /// Per row group: its rows and each leaf column's compressed pages.
+    pub groups: Vec<(usize, Vec<Vec<CompressedPage>>)>,
+}
+
+/// The write options `ParquetWriter::new(..).with_compression(COMPRESSION)` materializes.
+fn options() -> WriteOptions {
+    WriteOptions {
+        statistics: StatisticsOptions::default(),
+        compression: COMPRESSION.into(),
+        version: Version::V1,
+        data_page_size: None,
+    }
+}
+
+/// Encode and compress `df` into row groups, one per chunk of its columns (as `write_batch`
+/// cuts them).
+pub fn encode(df: &DataFrame) -> Result<Encoded> {
+    let ctx = |e| Error::polars("encoding a Parquet row group", e);
+    let arrow = df.schema().to_arrow(CompatLevel::newest());
+    let parquet = to_parquet_schema(&arrow).map_err(ctx)?;
+    let encodings = get_encodings(&arrow);
+    let options = options();
+    let mut groups = Vec::new();
+    for batch in df.iter_chunks(CompatLevel::newest(), false) {
+        let rows = batch.len();
+        if rows == 0 {
+            continue;
+        }
+        let mut columns = Vec::new();
+        for ((array, ty), enc) in batch
+            .columns()
+            .iter()
+            .zip(parquet.fields())
+            .zip(encodings.iter())
+        {
+            for pages in array_to_columns(array, ty.clone(), options, enc).map_err(ctx)? {
+                // as polars' writer hands encoding errors to the compressor
+                let pages = pages.map(|r| {
+                    r.map_err(|e| {
+                        ParquetError::FeatureNotSupported(format!("reraised in polars: {e}"))
+                    })
+                });
+                let compressed: Vec<CompressedPage> =
+                    Compressor::new_from_vec(pages, options.compression, vec![])
+                        .collect::<std::result::Result<_, _>>()
+                        .map_err(|e| ctx(e.into()))?;
+                columns.push(compressed);
+            }
+        }
+        groups.push((rows, columns));
+    }
+    Ok(Encoded {
+        schema: df.clear(),
+        rows: df.height(),
+        groups,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::frames::events::{EventTable, EventTables};
+    use crate::output::stream::TableWriter;
+    use crate::output::write::FileFormat;
+
+    /// The `samples` frames of the bundled cpu-clock capture, cut every 1000 rows.
+    fn sample_frames() -> Vec<DataFrame> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz"
+        );
+        let input = crate::input::open(path).unwrap();
+        let mut rd = lockcast_parsers::detect::Format::PerfScript
+            .open_events(input, &Default::default())
+            .unwrap();
+        let mut tables = EventTables::new(path, &[EventTable::Samples], false);
+        let mut frames = Vec::new();
+        while let Some(e) = rd.next_event().unwrap() {
+            tables.push(&e).unwrap();
+            if tables.rows() == 1000 {
+                frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+            }
+        }
+        frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+        frames
+    }
+
+    #[test]
+    fn encoded_row_groups_write_the_file_write_batch_writes() {
+        let frames = sample_frames();
+        assert!(frames.len() > 2, "{} frames", frames.len());
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
+        let mut wa = TableWriter::new(&a, FileFormat::Parquet);
+        let mut wb = TableWriter::new(&b, FileFormat::Parquet);
+        assert!(wb.takes_encoded());
+        for df in &frames {
+            wa.write(df.clone()).unwrap();
+            wb.write_encoded(encode(df).unwrap()).unwrap();
+        }
+        let rows: usize = frames.iter().map(DataFrame::height).sum();
+        assert_eq!(wa.finish().unwrap(), rows as u64);
+        assert_eq!(wb.finish().unwrap(), rows as u64);
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        // and it reads back as the frames
+        let back = ParquetReader::new(std::fs::File::open(&b).unwrap())
+            .finish()
+            .unwrap();
+        let mut all = frames[0].clone();
+        for df in &frames[1..] {
+            all.vstack_mut(df).unwrap();
+        }
+        assert!(back.equals_missing(&all));
+    }
+
+    #[test]
+    fn encoded_row_groups_refuse_a_csv_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TableWriter::new(&dir.path().join("x.csv"), FileFormat::Csv);
+        assert!(!w.takes_encoded());
+        let df = sample_frames().remove(0);
+        assert!(w.write_encoded(encode(&df).unwrap()).is_err());
+    }
+}
