@@ -133,7 +133,15 @@ pub struct Layout<'a> {
     /// Per stream: what it holds, in the order `build` pushes them (its stable sort keeps that
     /// order among equal keys, so it is the tie-break here).
     items: Vec<Vec<Item>>,
+    /// Per fault: whether it triggered its hold's drain (`TRIG_*`), read here once instead of
+    /// from its hold under every calibration (that lookup missed the cache on large captures).
+    fault_trig: Vec<u8>,
 }
+
+/// [`Layout::fault_trig`]: the fault did not trigger a drain; a large folio did; a full batch did.
+const TRIG_NONE: u8 = 0;
+const TRIG_LARGE: u8 = 1;
+const TRIG_FULL: u8 = 2;
 
 #[derive(Debug, Clone, Copy)]
 enum Item {
@@ -183,11 +191,26 @@ impl<'a> Layout<'a> {
         }
         cpu_holds.truncate(n);
         items.truncate(n);
+        let fault_trig = r
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let h = &r.holds[f.hold];
+                match h.trigger {
+                    _ if h.last_fault != Some(fi) => TRIG_NONE,
+                    Trigger::Explicit => TRIG_NONE,
+                    Trigger::Large => TRIG_LARGE,
+                    Trigger::Full => TRIG_FULL,
+                }
+            })
+            .collect();
         Layout {
             r,
             hold_ci,
             cpu_holds,
             items,
+            fault_trig,
         }
     }
 
@@ -272,19 +295,20 @@ impl<'a> Layout<'a> {
                     }
                     Item::Fault(fi) => {
                         let f = &r.faults[fi];
-                        let h = &r.holds[f.hold];
                         debug_assert_eq!(self.hold_ci[f.hold], ci);
                         let vreq = virt(s.req[f.hold], &mut at_fault_req);
                         let vf = virt(f.ts, &mut at_fault).min(vreq);
-                        let delay = if h.last_fault == Some(fi) && h.trigger != Trigger::Explicit {
-                            let d = vreq - vf;
-                            match h.trigger {
-                                Trigger::Large => s.d_large.push(d as f64),
-                                _ => s.d_full.push(d as f64),
+                        let delay = match self.fault_trig[fi] {
+                            TRIG_NONE => None,
+                            t => {
+                                let d = vreq - vf;
+                                if t == TRIG_LARGE {
+                                    s.d_large.push(d as f64);
+                                } else {
+                                    s.d_full.push(d as f64);
+                                }
+                                Some(d)
                             }
-                            Some(d)
-                        } else {
-                            None
                         };
                         Intent::Fault {
                             v: vf,
