@@ -161,8 +161,10 @@ pub struct Scratch {
     by_req: Vec<Vec<usize>>,
     q: Vec<Vec<i64>>,
     prefix: Vec<Vec<i64>>,
-    pushed: Vec<Vec<Intent>>,
+    /// Per stream: the push index (`items` index) of each intent, in the stream's order.
     by_v: Vec<Vec<u32>>,
+    keys: Vec<(i64, u8, u32)>,
+    pairs: Vec<((i64, u8, u32), Intent)>,
     d_large: Vec<f64>,
     d_full: Vec<f64>,
 }
@@ -238,7 +240,6 @@ impl<'a> Layout<'a> {
         s.by_req.resize_with(n, Vec::new);
         s.q.resize_with(n, Vec::new);
         s.prefix.resize_with(n, Vec::new);
-        s.pushed.resize_with(n, Vec::new);
         s.by_v.resize_with(n, Vec::new);
         out.streams.resize_with(n, Vec::new);
         out.streams.truncate(n);
@@ -274,10 +275,22 @@ impl<'a> Layout<'a> {
             // one cursor per kind of instant: each kind comes in near time order
             let (mut at_req, mut at_fault, mut at_fault_req, mut at_b, mut at_e) = (0, 0, 0, 0, 0);
             let virt = |t: i64, at: &mut usize| t - prefix[seek(q, t, at)];
-            let pushed = &mut s.pushed[ci];
-            pushed.clear();
-            for item in &self.items[ci] {
-                pushed.push(match *item {
+            // Visit the items in the last calibration's order (identity the first time), so
+            // the intents come out nearly sorted and go straight into the stream: sorting
+            // them there in place, with their keys beside them, costs a pass instead of a
+            // copy of every intent through a second buffer.
+            let items = &self.items[ci];
+            let by_v = &mut s.by_v[ci];
+            if by_v.len() != items.len() {
+                by_v.clear();
+                by_v.extend(0..items.len() as u32);
+            }
+            let stream = &mut out.streams[ci];
+            stream.clear();
+            let keys = &mut s.keys;
+            keys.clear();
+            for &j in by_v.iter() {
+                let intent = match items[j as usize] {
                     Item::Hold(i) => {
                         let h = &r.holds[i];
                         let v = virt(s.req[i], &mut at_req);
@@ -320,21 +333,14 @@ impl<'a> Layout<'a> {
                                 .map(|(b, e)| (virt(b, &mut at_b), virt(e, &mut at_e))),
                         }
                     }
-                });
+                };
+                keys.push((intent.v(), rank(&intent), j));
+                stream.push(intent);
             }
             // (virtual time, kind, push order): `build`'s stable sort, as a total order
-            let by_v = &mut s.by_v[ci];
-            if by_v.len() != pushed.len() {
-                by_v.clear();
-                by_v.extend(0..pushed.len() as u32);
-            }
-            resort(by_v, |&j| {
-                let i = &pushed[j as usize];
-                (i.v(), rank(i), j)
-            });
-            let stream = &mut out.streams[ci];
-            stream.clear();
-            stream.extend(by_v.iter().map(|&j| pushed[j as usize]));
+            resort_pair(keys, stream, &mut s.pairs);
+            by_v.clear();
+            by_v.extend(keys.iter().map(|k| k.2));
             mark_zaps(stream);
             v0.push(stream.first().map(|i| i.v()).unwrap_or(0));
         }
@@ -405,6 +411,38 @@ fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
     }
 }
 
+/// [`resort`] of `keys` (unique), moving `vals` along with them; `tmp` is the buffer of the
+/// full sort a start far from sorted falls back to.
+fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], tmp: &mut Vec<(K, V)>) {
+    debug_assert_eq!(keys.len(), vals.len());
+    let mut budget = 4 * keys.len() + 64;
+    for i in 1..keys.len() {
+        let (k, v) = (keys[i], vals[i]);
+        let mut j = i;
+        while j > 0 && keys[j - 1] > k {
+            if budget == 0 {
+                // slot j duplicates the pair shifted up from it: put (k, v) back, sort all
+                keys[j] = k;
+                vals[j] = v;
+                tmp.clear();
+                tmp.extend(keys.iter().copied().zip(vals.iter().copied()));
+                tmp.sort_unstable_by_key(|p| p.0);
+                for (n, (k, v)) in tmp.drain(..).enumerate() {
+                    keys[n] = k;
+                    vals[n] = v;
+                }
+                return;
+            }
+            budget -= 1;
+            keys[j] = keys[j - 1];
+            vals[j] = vals[j - 1];
+            j -= 1;
+        }
+        keys[j] = k;
+        vals[j] = v;
+    }
+}
+
 /// Faults before drains before frees at equal virtual times (a fault is what the drain drains).
 fn rank(i: &Intent) -> u8 {
     match i {
@@ -461,6 +499,11 @@ mod tests {
             let key = |&x: &u32| ((x / 3) as i64, x);
             let mut want = v.clone();
             want.sort_unstable_by_key(key);
+            let mut keys: Vec<(i64, u32)> = v.iter().map(key).collect();
+            let mut vals: Vec<u64> = v.iter().map(|&x| u64::from(x) * 7).collect();
+            resort_pair(&mut keys, &mut vals, &mut Vec::new());
+            let want_vals: Vec<u64> = want.iter().map(|&x| u64::from(x) * 7).collect();
+            assert_eq!(vals, want_vals, "{swaps} swaps: values follow their keys");
             resort(&mut v, key);
             assert_eq!(v, want, "{swaps} swaps");
         }
