@@ -48,7 +48,7 @@ fn default_interval_stops_where_the_rule_says_and_equals_the_fixed_run_of_that_s
     let n = b["replicates"].as_u64().expect("replicates") as usize;
     assert_eq!(b["max"], 200);
     assert_eq!(b["stopped"], "settled", "{b}");
-    assert!(n >= 50 && n < 200 && n % 25 == 0, "{n}");
+    assert!((50..200).contains(&n) && n % 25 == 0, "{n}");
     // the same first n replicates as `--bootstrap n`: the same intervals, point estimates too
     let fixed = json(&["--bootstrap", &n.to_string()]);
     assert_eq!(fixed["bootstrap"]["stopped"], "fixed");
