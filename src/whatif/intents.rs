@@ -164,7 +164,7 @@ pub struct Scratch {
     /// Per stream: the push index (`items` index) of each intent, in the stream's order.
     by_v: Vec<Vec<u32>>,
     keys: Vec<(i64, u8, u32)>,
-    pairs: Vec<((i64, u8, u32), Intent)>,
+    perm: Vec<u32>,
     d_large: Vec<f64>,
     d_full: Vec<f64>,
 }
@@ -338,7 +338,7 @@ impl<'a> Layout<'a> {
                 stream.push(intent);
             }
             // (virtual time, kind, push order): `build`'s stable sort, as a total order
-            resort_pair(keys, stream, &mut s.pairs);
+            resort_pair(keys, stream, &mut s.perm);
             by_v.clear();
             by_v.extend(keys.iter().map(|k| k.2));
             mark_zaps(stream);
@@ -411,9 +411,10 @@ fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
     }
 }
 
-/// [`resort`] of `keys` (unique), moving `vals` along with them; `tmp` is the buffer of the
-/// full sort a start far from sorted falls back to.
-fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], tmp: &mut Vec<(K, V)>) {
+/// [`resort`] of `keys` (unique), moving `vals` along with them; `perm` is the buffer of the
+/// full sort a start far from sorted falls back to (an index per element: the intents are
+/// permuted in place, so no second copy of them is ever held).
+fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut Vec<u32>) {
     debug_assert_eq!(keys.len(), vals.len());
     let mut budget = 4 * keys.len() + 64;
     for i in 1..keys.len() {
@@ -424,13 +425,7 @@ fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], tmp: &mut
                 // slot j duplicates the pair shifted up from it: put (k, v) back, sort all
                 keys[j] = k;
                 vals[j] = v;
-                tmp.clear();
-                tmp.extend(keys.iter().copied().zip(vals.iter().copied()));
-                tmp.sort_unstable_by_key(|p| p.0);
-                for (n, (k, v)) in tmp.drain(..).enumerate() {
-                    keys[n] = k;
-                    vals[n] = v;
-                }
+                sort_pair(keys, vals, perm);
                 return;
             }
             budget -= 1;
@@ -440,6 +435,33 @@ fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], tmp: &mut
         }
         keys[j] = k;
         vals[j] = v;
+    }
+}
+
+/// Sort `keys` (unique) and apply the same permutation to `vals`, following its cycles.
+fn sort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut Vec<u32>) {
+    const DONE: u32 = u32::MAX;
+    perm.clear();
+    perm.extend(0..keys.len() as u32);
+    perm.sort_unstable_by_key(|&p| keys[p as usize]);
+    keys.sort_unstable();
+    // vals[i] becomes the old vals[perm[i]]
+    for start in 0..vals.len() {
+        if perm[start] == DONE {
+            continue;
+        }
+        let first = vals[start];
+        let mut i = start;
+        loop {
+            let src = perm[i] as usize;
+            perm[i] = DONE;
+            if src == start {
+                vals[i] = first;
+                break;
+            }
+            vals[i] = vals[src];
+            i = src;
+        }
     }
 }
 
