@@ -8,7 +8,8 @@
 #       and the ratio old / new;
 #   (c) peak RSS of whatif per capture (GNU time, one extra run);
 #   (d) with --base: the interval of every bundled capture (fixtures/replay/*), old and new
-#       (width = high - low of contended and of total wait; the point estimates must agree);
+#       (width = high - low of contended and of total wait, prediction and no-change replay;
+#       the replicates the new default ran; the point estimates must agree);
 #   (e) replay throughput: examples/replay_bench (des::replay beside a heap merge of the same
 #       request streams), when built: cargo build --release --example replay_bench.
 #
@@ -112,16 +113,24 @@ echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x)"
 
 if [ -n "$BASE" ] && [ "$ONLY" != large ]; then
   echo
-  echo "interval on the bundled captures (width = high - low; point = predicted), old vs new:"
-  printf '%-22s %12s %12s %16s %16s %6s\n' capture 'contended_old' 'contended_new' 'total_wait_old' 'total_wait_new' point
-  w='.rows[0] | [.interval.high.contended - .interval.low.contended, .interval.high.total_wait_ns - .interval.low.total_wait_ns, .predicted.contended, .predicted.total_wait_ns] | @tsv'
+  echo "interval on the bundled captures (width = high - low, prediction and no-change replay;"
+  echo "reps = bootstrap replicates of the new build's default run; point = predicted), old vs new:"
+  printf '%-14s %5s %15s %19s %15s %19s %6s\n' capture reps 'contended o->n' 'total_wait o->n' 'repl_cont o->n' 'repl_wait o->n' point
+  w='.rows[0] | [.interval.high.contended - .interval.low.contended, .interval.high.total_wait_ns - .interval.low.total_wait_ns, .replayed_interval.high.contended - .replayed_interval.low.contended, .replayed_interval.high.total_wait_ns - .replayed_interval.low.total_wait_ns, .predicted.contended, .predicted.total_wait_ns] | @tsv'
+  sum_old=0 sum_new=0
   for d in "$here"/fixtures/replay/*/; do
     d=${d%/}
-    read -r oc ow op opw _ < <("$BASE" whatif "$POLICY" "$d" --json 2>/dev/null | jq -r "$w")
-    read -r nc nw np npw _ < <("$LOCKCAST" whatif "$POLICY" "$d" --json 2>/dev/null | jq -r "$w")
+    "$LOCKCAST" whatif "$POLICY" "$d" --json > "$tmp/new.json" 2>/dev/null
+    read -r oc ow orc orw op opw _ < <("$BASE" whatif "$POLICY" "$d" --json 2>/dev/null | jq -r "$w")
+    read -r nc nw nrc nrw np npw _ < <(jq -r "$w" "$tmp/new.json")
+    reps=$(jq -r '.bootstrap.replicates // "-"' "$tmp/new.json")
     same=same; [ "$op $opw" = "$np $npw" ] || same=DIFFER
-    printf '%-22s %12s %12s %16s %16s %6s\n' "${d##*/}" "$oc" "$nc" "$ow" "$nw" "$same"
+    printf '%-14s %5s %15s %19s %15s %19s %6s\n' "${d##*/}" "$reps" "$oc->$nc" "$ow->$nw" "$orc->$nrc" "$orw->$nrw" "$same"
+    # relative widths, summed over the four widths of every capture: new / old
+    sum_old=$(echo "$sum_old + 4" | bc -l)
+    sum_new=$(echo "$sum_new + $nc / $oc + $nw / $ow + $nrc / $orc + $nrw / $orw" | bc -l)
   done
+  printf 'mean width new/old over the 48 widths: %.3f\n' "$(echo "$sum_new / $sum_old" | bc -l)"
 fi
 
 rb=${CARGO_TARGET_DIR:-$here/target}/release/examples/replay_bench

@@ -13,11 +13,18 @@ pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
         return None;
     }
     let mut w = v.to_vec();
-    w.sort_by(f64::total_cmp);
     let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
-    Some(w[lo] + (w[hi] - w[lo]) * (pos - lo as f64))
+    // the two order statistics a full sort would give, by selection (a bootstrap replicate
+    // takes several quantiles of ~10^5 samples: sorting them was a tenth of its time)
+    let (_, &mut a, right) = w.select_nth_unstable_by(lo, f64::total_cmp);
+    let b = if hi == lo {
+        a
+    } else {
+        right.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
+    };
+    Some(a + (b - a) * (pos - lo as f64))
 }
 
 /// The upper median of integer samples (an element of the data, never a mean of two): for

@@ -249,9 +249,11 @@ pub struct EngineOpts {
     /// Lock to treat as lru_lock, address as printed (default: detected).
     #[arg(long)]
     pub lock: Option<String>,
-    /// Bootstrap replicates for the interval.
-    #[arg(long, default_value_t = 200)]
-    pub bootstrap: usize,
+    /// Bootstrap replicates for the interval: exactly N (0: none). Default: up to 200, in
+    /// blocks of 25, stopping from 50 on once no interval end moves more than 10% of its width
+    /// over a block (seeded: a rerun stops at the same count).
+    #[arg(long)]
+    pub bootstrap: Option<usize>,
     /// Seed of the bootstrap (same seed, same interval).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

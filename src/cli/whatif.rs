@@ -25,7 +25,11 @@ pub fn ask_opts(e: &EngineOpts) -> Ask {
                 ObservationArg::BareMetal => Observation::BareMetal,
             }),
             post_quantile: e.window_quantile,
-            bootstrap: e.bootstrap,
+            bootstrap: e.bootstrap.unwrap_or(whatif::Options::default().bootstrap),
+            stop: match e.bootstrap {
+                Some(_) => None,
+                None => whatif::Options::default().stop,
+            },
             seed: e.seed,
             progress: true,
         },

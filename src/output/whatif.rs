@@ -117,6 +117,20 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
     Sheet { columns, rows }
 }
 
+/// How many replicates the interval rows are made of, and why that many.
+fn bootstrap_text(b: &whatif::BootstrapRun) -> String {
+    let why = match b.stopped.as_str() {
+        "none" => return "  interval: none (--bootstrap 0): the point estimates\n".to_string(),
+        "fixed" => "as asked (--bootstrap N)".to_string(),
+        "settled" => format!("settled before {}: {}", b.max, b.rule),
+        _ => format!("the most allowed, without settling ({})", b.rule),
+    };
+    format!(
+        "  interval: 2.5th-97.5th percentiles of {} bootstrap replicates, {why}\n",
+        b.replicates
+    )
+}
+
 /// The by-path table: what `perf lock contention` prints per caller, measured and replayed,
 /// and each path's lock time as a share of the CPUs' busy time.
 fn path_text(o: &Outcome) -> String {
@@ -185,6 +199,7 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         opt_ratio(o.ratio_contended()),
         opt_ratio(o.ratio_total_wait())
     );
+    s += &bootstrap_text(&o.bootstrap);
     s += &verdict_text(o);
     let c = &o.calibration;
     s += &format!(

@@ -133,7 +133,15 @@ pub struct Layout<'a> {
     /// Per stream: what it holds, in the order `build` pushes them (its stable sort keeps that
     /// order among equal keys, so it is the tie-break here).
     items: Vec<Vec<Item>>,
+    /// Per fault: whether it triggered its hold's drain (`TRIG_*`), read here once instead of
+    /// from its hold under every calibration (that lookup missed the cache on large captures).
+    fault_trig: Vec<u8>,
 }
+
+/// [`Layout::fault_trig`]: the fault did not trigger a drain; a large folio did; a full batch did.
+const TRIG_NONE: u8 = 0;
+const TRIG_LARGE: u8 = 1;
+const TRIG_FULL: u8 = 2;
 
 #[derive(Debug, Clone, Copy)]
 enum Item {
@@ -153,8 +161,10 @@ pub struct Scratch {
     by_req: Vec<Vec<usize>>,
     q: Vec<Vec<i64>>,
     prefix: Vec<Vec<i64>>,
-    pushed: Vec<Vec<Intent>>,
+    /// Per stream: the push index (`items` index) of each intent, in the stream's order.
     by_v: Vec<Vec<u32>>,
+    keys: Vec<(i64, u8, u32)>,
+    perm: Vec<u32>,
     d_large: Vec<f64>,
     d_full: Vec<f64>,
 }
@@ -183,11 +193,26 @@ impl<'a> Layout<'a> {
         }
         cpu_holds.truncate(n);
         items.truncate(n);
+        let fault_trig = r
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let h = &r.holds[f.hold];
+                match h.trigger {
+                    _ if h.last_fault != Some(fi) => TRIG_NONE,
+                    Trigger::Explicit => TRIG_NONE,
+                    Trigger::Large => TRIG_LARGE,
+                    Trigger::Full => TRIG_FULL,
+                }
+            })
+            .collect();
         Layout {
             r,
             hold_ci,
             cpu_holds,
             items,
+            fault_trig,
         }
     }
 
@@ -215,7 +240,6 @@ impl<'a> Layout<'a> {
         s.by_req.resize_with(n, Vec::new);
         s.q.resize_with(n, Vec::new);
         s.prefix.resize_with(n, Vec::new);
-        s.pushed.resize_with(n, Vec::new);
         s.by_v.resize_with(n, Vec::new);
         out.streams.resize_with(n, Vec::new);
         out.streams.truncate(n);
@@ -251,10 +275,22 @@ impl<'a> Layout<'a> {
             // one cursor per kind of instant: each kind comes in near time order
             let (mut at_req, mut at_fault, mut at_fault_req, mut at_b, mut at_e) = (0, 0, 0, 0, 0);
             let virt = |t: i64, at: &mut usize| t - prefix[seek(q, t, at)];
-            let pushed = &mut s.pushed[ci];
-            pushed.clear();
-            for item in &self.items[ci] {
-                pushed.push(match *item {
+            // Visit the items in the last calibration's order (identity the first time), so
+            // the intents come out nearly sorted and go straight into the stream: sorting
+            // them there in place, with their keys beside them, costs a pass instead of a
+            // copy of every intent through a second buffer.
+            let items = &self.items[ci];
+            let by_v = &mut s.by_v[ci];
+            if by_v.len() != items.len() {
+                by_v.clear();
+                by_v.extend(0..items.len() as u32);
+            }
+            let stream = &mut out.streams[ci];
+            stream.clear();
+            let keys = &mut s.keys;
+            keys.clear();
+            for &j in by_v.iter() {
+                let intent = match items[j as usize] {
                     Item::Hold(i) => {
                         let h = &r.holds[i];
                         let v = virt(s.req[i], &mut at_req);
@@ -272,19 +308,20 @@ impl<'a> Layout<'a> {
                     }
                     Item::Fault(fi) => {
                         let f = &r.faults[fi];
-                        let h = &r.holds[f.hold];
                         debug_assert_eq!(self.hold_ci[f.hold], ci);
                         let vreq = virt(s.req[f.hold], &mut at_fault_req);
                         let vf = virt(f.ts, &mut at_fault).min(vreq);
-                        let delay = if h.last_fault == Some(fi) && h.trigger != Trigger::Explicit {
-                            let d = vreq - vf;
-                            match h.trigger {
-                                Trigger::Large => s.d_large.push(d as f64),
-                                _ => s.d_full.push(d as f64),
+                        let delay = match self.fault_trig[fi] {
+                            TRIG_NONE => None,
+                            t => {
+                                let d = vreq - vf;
+                                if t == TRIG_LARGE {
+                                    s.d_large.push(d as f64);
+                                } else {
+                                    s.d_full.push(d as f64);
+                                }
+                                Some(d)
                             }
-                            Some(d)
-                        } else {
-                            None
                         };
                         Intent::Fault {
                             v: vf,
@@ -296,21 +333,14 @@ impl<'a> Layout<'a> {
                                 .map(|(b, e)| (virt(b, &mut at_b), virt(e, &mut at_e))),
                         }
                     }
-                });
+                };
+                keys.push((intent.v(), rank(&intent), j));
+                stream.push(intent);
             }
             // (virtual time, kind, push order): `build`'s stable sort, as a total order
-            let by_v = &mut s.by_v[ci];
-            if by_v.len() != pushed.len() {
-                by_v.clear();
-                by_v.extend(0..pushed.len() as u32);
-            }
-            resort(by_v, |&j| {
-                let i = &pushed[j as usize];
-                (i.v(), rank(i), j)
-            });
-            let stream = &mut out.streams[ci];
-            stream.clear();
-            stream.extend(by_v.iter().map(|&j| pushed[j as usize]));
+            resort_pair(keys, stream, &mut s.perm);
+            by_v.clear();
+            by_v.extend(keys.iter().map(|k| k.2));
             mark_zaps(stream);
             v0.push(stream.first().map(|i| i.v()).unwrap_or(0));
         }
@@ -381,6 +411,60 @@ fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
     }
 }
 
+/// [`resort`] of `keys` (unique), moving `vals` along with them; `perm` is the buffer of the
+/// full sort a start far from sorted falls back to (an index per element: the intents are
+/// permuted in place, so no second copy of them is ever held).
+fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut Vec<u32>) {
+    debug_assert_eq!(keys.len(), vals.len());
+    let mut budget = 4 * keys.len() + 64;
+    for i in 1..keys.len() {
+        let (k, v) = (keys[i], vals[i]);
+        let mut j = i;
+        while j > 0 && keys[j - 1] > k {
+            if budget == 0 {
+                // slot j duplicates the pair shifted up from it: put (k, v) back, sort all
+                keys[j] = k;
+                vals[j] = v;
+                sort_pair(keys, vals, perm);
+                return;
+            }
+            budget -= 1;
+            keys[j] = keys[j - 1];
+            vals[j] = vals[j - 1];
+            j -= 1;
+        }
+        keys[j] = k;
+        vals[j] = v;
+    }
+}
+
+/// Sort `keys` (unique) and apply the same permutation to `vals`, following its cycles.
+fn sort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut Vec<u32>) {
+    const DONE: u32 = u32::MAX;
+    perm.clear();
+    perm.extend(0..keys.len() as u32);
+    perm.sort_unstable_by_key(|&p| keys[p as usize]);
+    keys.sort_unstable();
+    // vals[i] becomes the old vals[perm[i]]
+    for start in 0..vals.len() {
+        if perm[start] == DONE {
+            continue;
+        }
+        let first = vals[start];
+        let mut i = start;
+        loop {
+            let src = perm[i] as usize;
+            perm[i] = DONE;
+            if src == start {
+                vals[i] = first;
+                break;
+            }
+            vals[i] = vals[src];
+            i = src;
+        }
+    }
+}
+
 /// Faults before drains before frees at equal virtual times (a fault is what the drain drains).
 fn rank(i: &Intent) -> u8 {
     match i {
@@ -437,6 +521,11 @@ mod tests {
             let key = |&x: &u32| ((x / 3) as i64, x);
             let mut want = v.clone();
             want.sort_unstable_by_key(key);
+            let mut keys: Vec<(i64, u32)> = v.iter().map(key).collect();
+            let mut vals: Vec<u64> = v.iter().map(|&x| u64::from(x) * 7).collect();
+            resort_pair(&mut keys, &mut vals, &mut Vec::new());
+            let want_vals: Vec<u64> = want.iter().map(|&x| u64::from(x) * 7).collect();
+            assert_eq!(vals, want_vals, "{swaps} swaps: values follow their keys");
             resort(&mut v, key);
             assert_eq!(v, want, "{swaps} swaps");
         }

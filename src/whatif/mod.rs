@@ -47,8 +47,12 @@ pub struct Options {
     pub observation: Option<Observation>,
     /// Quantile of waiters' arrival offsets taken as the edge of a hold (see [`calibrate`]).
     pub post_quantile: f64,
-    /// Bootstrap replicates for the interval (0: point estimate only).
+    /// Bootstrap replicates for the interval (0: point estimate only); with [`Options::stop`],
+    /// the most that run.
     pub bootstrap: usize,
+    /// Stop the replicates early once the interval has settled ([`Stop`]); `None` runs
+    /// exactly [`Options::bootstrap`] (what `--bootstrap N` asks for).
+    pub stop: Option<Stop>,
     /// Seed of the bootstrap.
     pub seed: u64,
     /// Show a progress bar over the replicates (only when stderr is a terminal).
@@ -62,10 +66,52 @@ impl Default for Options {
             observation: None,
             post_quantile: 0.975,
             bootstrap: 200,
+            stop: Some(Stop::default()),
             seed: 1,
             progress: false,
         }
     }
+}
+
+/// Stopping rule of the bootstrap: the replicates run in blocks of `block`; from `min` on,
+/// after each block the interval of the prediction and of the no-change replay (both ends of
+/// contended and of total wait) is compared with the one a block earlier, and the run stops
+/// when no end moved by more than `tolerance` × that metric's width. The blocks are fixed and
+/// replicate `j` is the same draw whatever ran before it, so where it stops depends on the seed
+/// and the capture alone, never on the thread count.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Stop {
+    /// Replicates per block.
+    pub block: usize,
+    /// Fewest replicates before the rule may stop.
+    pub min: usize,
+    /// Largest move of an interval end over the last block, as a fraction of the width.
+    pub tolerance: f64,
+}
+
+impl Default for Stop {
+    fn default() -> Self {
+        Stop {
+            block: 25,
+            min: 50,
+            tolerance: 0.1,
+        }
+    }
+}
+
+/// How many bootstrap replicates ran, and why that many.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BootstrapRun {
+    /// Replicates the interval is made of.
+    pub replicates: usize,
+    /// The most that could have run (`--bootstrap`, default 200).
+    pub max: usize,
+    /// `settled` (the stopping rule), `max` (ran them all without settling), `fixed`
+    /// (`--bootstrap N`: exactly N) or `none` (`--bootstrap 0`).
+    pub stopped: String,
+    /// The rule, in words, when it was applied.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rule: String,
 }
 
 /// A range for each metric.
@@ -172,6 +218,8 @@ pub struct Outcome {
     pub interval: Range,
     /// Interval of the no-change replay.
     pub replayed_interval: Range,
+    /// How many bootstrap replicates the intervals are made of.
+    pub bootstrap: BootstrapRun,
     /// Counting identities.
     pub identities: Identities,
     /// Sensitivity to calibration choices.
@@ -264,18 +312,9 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample), so the replicates are the sequential loop's whatever
-    // thread replays them.
+    // thread replays them, and the first n of a longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
     let draws = calibrate::resample_draws(&samples);
-    let starts: Vec<crate::stats::Rng> = (0..o.bootstrap)
-        .map(|_| {
-            let at = rng.clone();
-            for _ in 0..draws {
-                rng.next_u64();
-            }
-            at
-        })
-        .collect();
     let eval = |c: &Calibration,
                 ps: &[&dyn Policy],
                 obs: Observation,
@@ -287,51 +326,88 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             .collect()
     };
     let worker = || (intents::Scratch::default(), layout.empty());
-    let boot = par_map(starts.len(), worker, |j, w| {
-        let mut r = starts[j].clone();
-        let c = calibrate::fit(&calibrate::resample(&samples, &mut r), o.post_quantile);
-        let m = eval(&c, &all, observation, w);
-        bar.inc(all.len() as u64);
-        m
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>>>()?;
-    bar.finish_and_clear();
-    let boot_base: Vec<Metrics> = boot.iter().map(|m| m[0]).collect();
-    let boot_pred: Vec<Vec<Metrics>> = (0..variants.len())
-        .map(|vi| boot.iter().map(|m| m[1 + vi]).collect())
-        .collect();
-    let mut interval = if o.bootstrap > 0 {
-        let mut r = percentile_range(&boot_pred[0]);
-        for b in &boot_pred[1..] {
-            widen(&mut r, &percentile_range(b));
-        }
-        r
-    } else {
-        Range {
-            low: predicted,
-            high: predicted,
-        }
-    };
-    // the point estimates (the policy's and its alternatives') belong in the interval
-    widen(
-        &mut interval,
-        &Range {
-            low: predicted,
-            high: predicted,
-        },
-    );
+    // the intervals of the first n replicates, as reported (point estimates inside)
+    let point_range = |m: Metrics| Range { low: m, high: m };
+    let mut alt_points = Vec::new();
     for p in &variants[1..] {
-        let m = des::replay(&p.requests(&it, ctx)?, &cal, observation);
-        widen(&mut interval, &Range { low: m, high: m });
+        alt_points.push(des::replay(&p.requests(&it, ctx)?, &cal, observation));
     }
-    let replayed_interval = if o.bootstrap > 0 {
-        percentile_range(&boot_base)
-    } else {
-        Range {
-            low: replayed,
-            high: replayed,
+    let intervals = |boot: &[Vec<Metrics>]| -> (Range, Range) {
+        let col = |k: usize| boot.iter().map(|m| m[k]).collect::<Vec<_>>();
+        let mut r = point_range(predicted);
+        if !boot.is_empty() {
+            r = percentile_range(&col(1));
+            for vi in 1..variants.len() {
+                widen(&mut r, &percentile_range(&col(1 + vi)));
+            }
+            widen(&mut r, &point_range(predicted));
         }
+        for m in &alt_points {
+            widen(&mut r, &point_range(*m));
+        }
+        let replayed_r = if boot.is_empty() {
+            point_range(replayed)
+        } else {
+            percentile_range(&col(0))
+        };
+        (r, replayed_r)
+    };
+    let block = match o.stop {
+        Some(s) => s.block.max(1),
+        None => o.bootstrap.max(1),
+    };
+    let mut boot: Vec<Vec<Metrics>> = Vec::with_capacity(o.bootstrap);
+    let mut stopped = match (o.bootstrap, o.stop) {
+        (0, _) => "none",
+        (_, None) => "fixed",
+        (_, Some(_)) => "max",
+    };
+    let mut last = None;
+    while boot.len() < o.bootstrap {
+        let n = block.min(o.bootstrap - boot.len());
+        let starts: Vec<crate::stats::Rng> = (0..n)
+            .map(|_| {
+                let at = rng.clone();
+                for _ in 0..draws {
+                    rng.next_u64();
+                }
+                at
+            })
+            .collect();
+        let got = par_map(n, worker, |j, w| {
+            let mut r = starts[j].clone();
+            let c = calibrate::fit(&calibrate::resample(&samples, &mut r), o.post_quantile);
+            let m = eval(&c, &all, observation, w);
+            bar.inc(all.len() as u64);
+            m
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+        boot.extend(got);
+        if let Some(s) = o.stop {
+            let now = intervals(&boot);
+            if boot.len() >= s.min && last.is_some_and(|l| settled(&l, &now, s.tolerance)) {
+                stopped = "settled";
+                break;
+            }
+            last = Some(now);
+        }
+    }
+    bar.finish_and_clear();
+    let (interval, replayed_interval) = intervals(&boot);
+    let bootstrap = BootstrapRun {
+        replicates: boot.len(),
+        max: o.bootstrap,
+        stopped: stopped.to_string(),
+        rule: match o.stop {
+            Some(s) if o.bootstrap > 0 => format!(
+                "blocks of {}, from {} on stop when no interval end moved more than {}% of its width over the last block",
+                s.block,
+                s.min,
+                s.tolerance * 100.0
+            ),
+            _ => String::new(),
+        },
     };
 
     let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
@@ -426,6 +502,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         predicted,
         interval,
         replayed_interval,
+        bootstrap,
         identities,
         sensitivity,
         by_path,
@@ -619,6 +696,25 @@ fn percentile_range(v: &[Metrics]) -> Range {
             ..Default::default()
         },
     }
+}
+
+/// Every end of `now` (contended and total wait, prediction and no-change replay) within
+/// `tol` × its width of where it was in `before`.
+fn settled(before: &(Range, Range), now: &(Range, Range), tol: f64) -> bool {
+    let ends = |r: &Range| {
+        [
+            (r.low.contended as f64, r.high.contended as f64),
+            (r.low.total_wait_ns.as_f64(), r.high.total_wait_ns.as_f64()),
+        ]
+    };
+    [(&before.0, &now.0), (&before.1, &now.1)]
+        .into_iter()
+        .all(|(b, n)| {
+            ends(b).iter().zip(ends(n)).all(|(&(bl, bh), (nl, nh))| {
+                let allowed = tol * (nh - nl);
+                (nl - bl).abs() <= allowed && (nh - bh).abs() <= allowed
+            })
+        })
 }
 
 fn widen(r: &mut Range, o: &Range) {

@@ -16,7 +16,7 @@ use super::checks::Warning;
 use super::des::Metrics;
 use super::trace::Observation;
 use super::verdict::Verdict;
-use super::{Identities, Outcome, PathRow, Sensitivity};
+use super::{BootstrapRun, Identities, Outcome, PathRow, Sensitivity};
 use crate::duration::Ns;
 
 /// Counts of one lock in one setting (times in integer ns).
@@ -124,6 +124,9 @@ pub struct Report {
     pub by_path: Vec<PathRow>,
     /// Sensitivity to calibration choices.
     pub sensitivity: Vec<Sensitivity>,
+    /// How many bootstrap replicates the intervals are made of, and why that many.
+    #[serde(default)]
+    pub bootstrap: BootstrapRun,
     /// What the user must know about this answer.
     pub notes: Vec<String>,
     /// What the answer cannot cover (missing events, failed identities), with shares.
@@ -183,6 +186,7 @@ impl Report {
             identities: o.identities.clone(),
             by_path: o.by_path.clone(),
             sensitivity: o.sensitivity.clone(),
+            bootstrap: o.bootstrap.clone(),
             notes: o.notes.clone(),
             warnings: o.warnings.clone(),
             verdict: o.verdict.clone(),

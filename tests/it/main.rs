@@ -27,3 +27,4 @@ mod streaming;
 mod traces;
 mod usability;
 mod whatif;
+mod whatif_stop;
