@@ -91,13 +91,94 @@ pub use crate::lines::ReaderOptions as Options;
 /// Streaming reader of `perf script` text.
 pub struct Reader<R> {
     lines: LineReader<R>,
+    st: Assembly<Event>,
+}
+
+/// The sample-assembly state both readers share: the sample whose frames are being read, a
+/// strict-mode error held back until that sample is returned, and whether the input is done.
+struct Assembly<T> {
     lenient: bool,
     diagnostics: Diagnostics,
-    /// The event whose frames are being read, with the number of frame lines seen.
-    pending: Option<(Event, usize)>,
-    /// A strict-mode error found while an event was pending; returned by the next call.
+    /// The sample whose frames are being read, with the number of frame lines seen.
+    pending: Option<(T, usize)>,
+    /// A strict-mode error found while a sample was pending; returned by the next call.
     deferred: Option<Error>,
     finished: bool,
+}
+
+impl<T> Assembly<T> {
+    fn new(lenient: bool) -> Self {
+        Assembly {
+            lenient,
+            diagnostics: Diagnostics::default(),
+            pending: None,
+            deferred: None,
+            finished: false,
+        }
+    }
+
+    /// What a call returns before reading a line: the held-back error, or the end after one.
+    fn resume(&mut self) -> Option<Result<Option<T>, Error>> {
+        if let Some(e) = self.deferred.take() {
+            self.finished = true;
+            return Some(Err(e));
+        }
+        self.finished.then_some(Ok(None))
+    }
+
+    /// The input failed (I/O, decoding): nothing more after this error.
+    fn fail(&mut self, e: Error) -> Result<Option<T>, Error> {
+        self.finished = true;
+        Err(e)
+    }
+
+    /// End of input: the sample in progress, if any.
+    fn end(&mut self) -> Option<T> {
+        self.finished = true;
+        self.pending.take().map(|(t, _)| t)
+    }
+
+    /// A blank line ends a sample that has frames.
+    fn blank(&mut self) -> Option<T> {
+        if matches!(self.pending, Some((_, n)) if n > 0) {
+            self.pending.take().map(|(t, _)| t)
+        } else {
+            None
+        }
+    }
+
+    /// A header starts `next`; the sample it ends, if any.
+    fn header(&mut self, next: T) -> Option<T> {
+        self.pending.replace((next, 0)).map(|(t, _)| t)
+    }
+
+    /// A frame line: the sample it belongs to (none before the first header).
+    fn frame(&mut self) -> Option<&mut T> {
+        self.pending.as_mut().map(|(t, n)| {
+            *n += 1;
+            t
+        })
+    }
+
+    /// A malformed line: `None` to go on (lenient), else what the reader returns now (the
+    /// pending sample first, the error on the next call).
+    fn bad(&mut self, d: Diagnostic) -> Option<Result<Option<T>, Error>> {
+        if self.lenient {
+            self.diagnostics.push(d);
+            return None;
+        }
+        let err = Error::malformed(FORMAT, d);
+        match self.pending.take() {
+            Some((t, _)) => {
+                self.deferred = Some(err);
+                Some(Ok(Some(t)))
+            }
+            None => {
+                self.finished = true;
+                Some(Err(err))
+            }
+        }
+    }
 }
 
 /// What one input line is (borrowed from the line).
@@ -114,17 +195,13 @@ impl<R: BufRead> Reader<R> {
     pub fn new(inner: R, opts: &Options) -> Self {
         Reader {
             lines: LineReader::with_options(inner, opts),
-            lenient: opts.lenient,
-            diagnostics: Diagnostics::default(),
-            pending: None,
-            deferred: None,
-            finished: false,
+            st: Assembly::new(opts.lenient),
         }
     }
 
     /// Lines skipped so far (lenient mode).
     pub fn diagnostics(&self) -> &Diagnostics {
-        &self.diagnostics
+        &self.st.diagnostics
     }
 
     /// Bytes consumed so far, for progress reporting.
@@ -138,69 +215,34 @@ impl<R: BufRead> Reader<R> {
     /// `"perf script"`); the event in progress at that point is returned first. After an error
     /// the reader returns `Ok(None)`.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
-        if let Some(e) = self.deferred.take() {
-            self.finished = true;
-            return Err(e);
-        }
-        if self.finished {
-            return Ok(None);
+        if let Some(r) = self.st.resume() {
+            return r;
         }
         loop {
             let line_no = self.lines.line_no() + 1;
             let class = match self.lines.next_line() {
-                Err(e) => {
-                    self.finished = true;
-                    return Err(e);
-                }
-                Ok(None) => {
-                    self.finished = true;
-                    return Ok(self.pending.take().map(|(ev, _)| ev));
-                }
+                Err(e) => return self.st.fail(e),
+                Ok(None) => return Ok(self.st.end()),
                 Ok(Some(Line::Bad(d))) => Class::Bad(d),
-                Ok(Some(Line::Text(s))) => classify(s, line_no, self.pending.is_some()),
+                Ok(Some(Line::Text(s))) => classify(s, line_no, self.st.pending.is_some()),
             };
-            match class {
-                Class::Comment => {}
-                Class::Blank => {
-                    if matches!(self.pending, Some((_, n)) if n > 0) {
-                        return Ok(self.pending.take().map(|(ev, _)| ev));
-                    }
-                }
-                Class::Header(h) => {
-                    if let Some((prev, _)) = self.pending.replace((h.to_event(), 0)) {
-                        return Ok(Some(prev));
-                    }
-                }
+            let done = match class {
+                Class::Comment => None,
+                Class::Blank => self.st.blank(),
+                Class::Header(h) => self.st.header(h.to_event()),
                 Class::Frame(f) => {
-                    if let Some((ev, n)) = self.pending.as_mut() {
+                    if let Some(ev) = self.st.frame() {
                         ev.callchain.push(f.to_frame());
-                        *n += 1;
                     }
+                    None
                 }
-                Class::Bad(d) => {
-                    if let Some(r) = self.bad(d) {
-                        return r;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Handle a malformed line: `None` to go on (lenient), else what `next_event` returns.
-    fn bad(&mut self, d: Diagnostic) -> Option<Result<Option<Event>, Error>> {
-        if self.lenient {
-            self.diagnostics.push(d);
-            return None;
-        }
-        let err = Error::malformed(FORMAT, d);
-        match self.pending.take() {
-            Some((ev, _)) => {
-                self.deferred = Some(err);
-                Some(Ok(Some(ev)))
-            }
-            None => {
-                self.finished = true;
-                Some(Err(err))
+                Class::Bad(d) => match self.st.bad(d) {
+                    Some(r) => return r,
+                    None => None,
+                },
+            };
+            if done.is_some() {
+                return Ok(done);
             }
         }
     }
@@ -229,11 +271,7 @@ impl Sample<'_> {
 /// field and frame borrowed from the piece instead of copied into an owned [`Event`].
 pub struct PieceReader<'a> {
     lines: SliceLines<'a>,
-    lenient: bool,
-    diagnostics: Diagnostics,
-    pending: Option<(Sample<'a>, usize)>,
-    deferred: Option<Error>,
-    finished: bool,
+    st: Assembly<Sample<'a>>,
     /// A finished sample's frame list, reused by the next header.
     spare: Vec<FrameRef<'a>>,
 }
@@ -243,18 +281,14 @@ impl<'a> PieceReader<'a> {
     pub fn new(text: &'a [u8], opts: &Options) -> Self {
         PieceReader {
             lines: SliceLines::new(text, opts),
-            lenient: opts.lenient,
-            diagnostics: Diagnostics::default(),
-            pending: None,
-            deferred: None,
-            finished: false,
+            st: Assembly::new(opts.lenient),
             spare: Vec::new(),
         }
     }
 
     /// Lines skipped so far (lenient mode).
     pub fn diagnostics(&self) -> &Diagnostics {
-        &self.diagnostics
+        &self.st.diagnostics
     }
 
     /// Hand a sample back once used: its frame list is reused for a later one.
@@ -266,64 +300,40 @@ impl<'a> PieceReader<'a> {
 
     /// The next sample, as [`Reader::next_event`] gives it.
     pub fn next_sample(&mut self) -> Result<Option<Sample<'a>>, Error> {
-        if let Some(e) = self.deferred.take() {
-            self.finished = true;
-            return Err(e);
-        }
-        if self.finished {
-            return Ok(None);
+        if let Some(r) = self.st.resume() {
+            return r;
         }
         loop {
             let line_no = self.lines.line_no() + 1;
             let class = match self.lines.next_line() {
-                None => {
-                    self.finished = true;
-                    return Ok(self.pending.take().map(|(s, _)| s));
-                }
+                None => return Ok(self.st.end()),
                 Some(Line::Bad(d)) => Class::Bad(d),
-                Some(Line::Text(s)) => classify(s, line_no, self.pending.is_some()),
+                Some(Line::Text(s)) => classify(s, line_no, self.st.pending.is_some()),
             };
-            match class {
-                Class::Comment => {}
-                Class::Blank => {
-                    if matches!(self.pending, Some((_, n)) if n > 0) {
-                        return Ok(self.pending.take().map(|(s, _)| s));
-                    }
-                }
+            let done = match class {
+                Class::Comment => None,
+                Class::Blank => self.st.blank(),
                 Class::Header(h) => {
                     let mut frames = std::mem::take(&mut self.spare);
                     frames.extend(h.frame);
-                    let next = Sample {
+                    self.st.header(Sample {
                         event: h.event,
                         frames,
-                    };
-                    if let Some((prev, _)) = self.pending.replace((next, 0)) {
-                        return Ok(Some(prev));
-                    }
+                    })
                 }
                 Class::Frame(f) => {
-                    if let Some((s, n)) = self.pending.as_mut() {
+                    if let Some(s) = self.st.frame() {
                         s.frames.push(f);
-                        *n += 1;
                     }
+                    None
                 }
-                Class::Bad(d) => {
-                    if self.lenient {
-                        self.diagnostics.push(d);
-                        continue;
-                    }
-                    let err = Error::malformed(FORMAT, d);
-                    match self.pending.take() {
-                        Some((s, _)) => {
-                            self.deferred = Some(err);
-                            return Ok(Some(s));
-                        }
-                        None => {
-                            self.finished = true;
-                            return Err(err);
-                        }
-                    }
-                }
+                Class::Bad(d) => match self.st.bad(d) {
+                    Some(r) => return r,
+                    None => None,
+                },
+            };
+            if done.is_some() {
+                return Ok(done);
             }
         }
     }
