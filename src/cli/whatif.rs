@@ -14,6 +14,7 @@ use super::args::{EngineOpts, ObservationArg, ValidateArgs, WhatifArgs};
 
 /// The library's options from the command line.
 pub fn ask_opts(e: &EngineOpts) -> Ask {
+    let defaults = whatif::Options::default();
     Ask {
         engine: whatif::Options {
             reconstruct: whatif::reconstruct::Options {
@@ -25,11 +26,9 @@ pub fn ask_opts(e: &EngineOpts) -> Ask {
                 ObservationArg::BareMetal => Observation::BareMetal,
             }),
             post_quantile: e.window_quantile,
-            bootstrap: e.bootstrap.unwrap_or(whatif::Options::default().bootstrap),
-            stop: match e.bootstrap {
-                Some(_) => None,
-                None => whatif::Options::default().stop,
-            },
+            // `--bootstrap N` runs exactly N; without it, up to the default under the rule
+            bootstrap: e.bootstrap.unwrap_or(defaults.bootstrap),
+            stop: e.bootstrap.map_or(defaults.stop, |_| None),
             seed: e.seed,
             progress: true,
         },

@@ -8,7 +8,7 @@ use crate::units::perf_time;
 use crate::whatif::ask::Answer;
 use crate::whatif::des::Metrics;
 use crate::whatif::report::Report;
-use crate::whatif::{self, summary, Outcome};
+use crate::whatif::{self, summary, Outcome, Stopped};
 
 /// An answer in `format`; `after` is `validate`'s AFTER capture and what it measured.
 pub fn render(a: &Answer, after: Option<(&str, &Metrics)>, format: Format) -> String {
@@ -119,11 +119,13 @@ fn outcome_sheet(o: &Outcome, after: Option<(&str, &Metrics)>) -> Sheet {
 
 /// How many replicates the interval rows are made of, and why that many.
 fn bootstrap_text(b: &whatif::BootstrapRun) -> String {
-    let why = match b.stopped.as_str() {
-        "none" => return "  interval: none (--bootstrap 0): the point estimates\n".to_string(),
-        "fixed" => "as asked (--bootstrap N)".to_string(),
-        "settled" => format!("settled before {}: {}", b.max, b.rule),
-        _ => format!("the most allowed, without settling ({})", b.rule),
+    let why = match b.stopped {
+        Stopped::None => {
+            return "  interval: none (--bootstrap 0): the point estimates\n".to_string()
+        }
+        Stopped::Fixed => "as asked (--bootstrap N)".to_string(),
+        Stopped::Settled => format!("settled before {}: {}", b.max, b.rule),
+        Stopped::Max => format!("the most allowed, without settling ({})", b.rule),
     };
     format!(
         "  interval: 2.5th-97.5th percentiles of {} bootstrap replicates, {why}\n",

@@ -106,12 +106,26 @@ pub struct BootstrapRun {
     pub replicates: usize,
     /// The most that could have run (`--bootstrap`, default 200).
     pub max: usize,
-    /// `settled` (the stopping rule), `max` (ran them all without settling), `fixed`
-    /// (`--bootstrap N`: exactly N) or `none` (`--bootstrap 0`).
-    pub stopped: String,
+    /// Why the run stopped where it did.
+    pub stopped: Stopped,
     /// The rule, in words, when it was applied.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rule: String,
+}
+
+/// Why a bootstrap run has the replicates it has (JSON: the lowercase name).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stopped {
+    /// `--bootstrap 0`: no interval, the point estimates.
+    #[default]
+    None,
+    /// `--bootstrap N`: exactly N.
+    Fixed,
+    /// The stopping rule found the interval settled.
+    Settled,
+    /// Ran the most allowed without settling.
+    Max,
 }
 
 /// A range for each metric.
@@ -358,11 +372,12 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     };
     let mut boot: Vec<Vec<Metrics>> = Vec::with_capacity(o.bootstrap);
     let mut stopped = match (o.bootstrap, o.stop) {
-        (0, _) => "none",
-        (_, None) => "fixed",
-        (_, Some(_)) => "max",
+        (0, _) => Stopped::None,
+        (_, None) => Stopped::Fixed,
+        (_, Some(_)) => Stopped::Max,
     };
     let mut last = None;
+    let mut settled_at = None;
     while boot.len() < o.bootstrap {
         let n = block.min(o.bootstrap - boot.len());
         let starts: Vec<crate::stats::Rng> = (0..n)
@@ -387,18 +402,19 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         if let Some(s) = o.stop {
             let now = intervals(&boot);
             if boot.len() >= s.min && last.is_some_and(|l| settled(&l, &now, s.tolerance)) {
-                stopped = "settled";
+                stopped = Stopped::Settled;
+                settled_at = Some(now);
                 break;
             }
             last = Some(now);
         }
     }
     bar.finish_and_clear();
-    let (interval, replayed_interval) = intervals(&boot);
+    let (interval, replayed_interval) = settled_at.unwrap_or_else(|| intervals(&boot));
     let bootstrap = BootstrapRun {
         replicates: boot.len(),
         max: o.bootstrap,
-        stopped: stopped.to_string(),
+        stopped,
         rule: match o.stop {
             Some(s) if o.bootstrap > 0 => format!(
                 "blocks of {}, from {} on stop when no interval end moved more than {}% of its width over the last block",
