@@ -169,10 +169,12 @@ const WHATIF_NOTES: &str = "
   per-folio events).
 
 The capture: an event trace with nanosecond timestamps of lock:contention_begin,
-lock:contention_end, pagemap:mm_lru_insertion, kmem:mm_page_alloc and kmem:mm_page_free.
+lock:contention_end, pagemap:mm_lru_insertion, kmem:mm_page_alloc and kmem:mm_page_free
+(and syscalls:sys_enter/exit_madvise: MADV_FREE's lazyfree holds leave no other event).
 Low-overhead recipe (no call chains; -g stretches lock holds several-fold):
   perf record -m 4096 -e lock:contention_begin -e lock:contention_end \\
-      -e pagemap:mm_lru_insertion -e kmem:mm_page_alloc -e kmem:mm_page_free -- WORKLOAD
+      -e pagemap:mm_lru_insertion -e kmem:mm_page_alloc -e kmem:mm_page_free \\
+      -e syscalls:sys_enter_madvise -e syscalls:sys_exit_madvise -- WORKLOAD
   perf script --ns > capture.txt        (or trace-cmd report -t; raw tracefs text is µs only)
 fixtures/capture-replay.sh does this and writes a `meta` file beside the capture with the
 untraced run time and the spinlock slowpath (paravirt or not) that the replay reads.

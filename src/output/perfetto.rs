@@ -149,6 +149,8 @@ pub fn measured(
         let side = match h.side {
             Side::Add => "add",
             Side::Free => "free",
+            // measured: where the hold was placed (nothing inside it is traced)
+            Side::Lazyfree => "lazyfree",
         };
         holds.entry(h.cpu).or_default().push(Slice {
             name: format!("lru_lock {side}: {} folios", h.folios),
@@ -230,6 +232,14 @@ pub fn measured(
                 },
                 Map::new(),
             ),
+            Kind::Lazyfree { enter } => (
+                if enter {
+                    "lazyfree enter (madvise MADV_FREE)"
+                } else {
+                    "lazyfree exit (madvise MADV_FREE)"
+                },
+                Map::new(),
+            ),
             // Waits are slices, from the contention table.
             Kind::Begin { .. } | Kind::End { .. } => continue,
         };
@@ -292,6 +302,8 @@ pub fn predicted(name: &str, cpus: &[u32], grants: &[Grant], lock_name: &str) ->
         let side = match r.side {
             Side::Add => "add",
             Side::Free => "free",
+            // measured: where the hold was placed (nothing inside it is traced)
+            Side::Lazyfree => "lazyfree",
         };
         holds.entry(cpu).or_default().push(Slice {
             name: format!("lru_lock {side}: {} folios", r.folios),

@@ -212,6 +212,13 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         c.pre_fast_ns, c.s1_add_ns, c.post_ns, c.post_quantile * 100.0, c.gap_ns, c.wait_min_ns, c.d_pre_ns, c.c0_ns, c.c1_ns, c.u_ns,
         c.n_spacing, c.n_d_pre, c.n_pre_free, c.n_add_window, c.n_free_window
     );
+    if o.identities.lazyfree_calls > 0 {
+        s += &format!(
+            "  lazyfree (MADV_FREE) hold of {:.1} folios: {:.0} after a traced grant, {:.0} on the fast path \
+             ({} waits on traced lazyfree holders, {} other requests during the calls)\n",
+            c.lazy_folios_mean, c.lazy_hold_ns, c.lazy_fast_ns, c.n_lazy_window, c.n_during_lazy
+        );
+    }
     let id = &o.identities;
     s += &format!(
         "identities: {} pages in {} folios added; add-side holds {} measured vs {} by the kernel rule \
@@ -219,6 +226,13 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         id.pages_added, id.folios_added, id.add_holds_measured, id.add_holds_rule,
         id.drains_full, id.drains_large, id.drains_explicit, id.free_holds, id.free_holds_rule
     );
+    if id.lazyfree_calls > 0 {
+        s += &format!(
+            "  lazyfree: {} madvise(MADV_FREE) calls, {} holds rebuilt from the folios their tasks faulted \
+             (a large folio alone, order-0 by 31), {} of them placed by their own traced wait\n",
+            id.lazyfree_calls, id.lazyfree_holds, id.lazyfree_traced
+        );
+    }
     s += &path_text(o);
     if id.dead_on_batch > 0 || id.release_folios > 0 {
         s += &format!(

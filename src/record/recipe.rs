@@ -112,7 +112,8 @@ mod tests {
         assert_eq!(
             r.perf_args().join(" "),
             "-e lock:contention_begin -e lock:contention_end -e pagemap:mm_lru_insertion \
-             -e kmem:mm_page_alloc -e kmem:mm_page_free"
+             -e kmem:mm_page_alloc -e kmem:mm_page_free -e syscalls:sys_enter_madvise \
+             -e syscalls:sys_exit_madvise"
         );
     }
 
@@ -136,7 +137,7 @@ mod tests {
             .clone()
             .without(&["kmem:mm_page_free".to_string()])
             .unwrap();
-        assert_eq!(w.events.len(), 4);
+        assert_eq!(w.events.len(), 6);
         assert!(!w.perf_args().join(" ").contains("mm_page_free"));
         assert!(r.without(&["sched:sched_switch".to_string()]).is_err());
     }

@@ -21,6 +21,11 @@
 //! * Free side: grant → first `mm_page_free` = `c0 + c1·n` (least squares over traced
 //!   free-side holds); the unlock → first free delay `u` from waiters whose holder was a free
 //!   batch: `gap` − median(`contention_end` − holder's first free).
+//! * Lazyfree (MADV_FREE) holds have no event inside, only a start when the holder's own wait
+//!   was traced (its `contention_end`). A waiter that begins soon after such a grant and is
+//!   held up by the release ends at grant + hold + `gap`: the hold is the median of
+//!   `contention_end − holder's grant` over the waiters that came early enough for the release,
+//!   not their own path, to set their wait (begin + `wait_min` before the first guess of it).
 
 use std::collections::HashMap;
 
@@ -49,6 +54,16 @@ pub struct Samples {
     pub wait_after_insert: Vec<(f64, f64)>,
     /// `contention_end − holder's first free` for waiters on a free-side holder.
     pub end_before_free: Vec<f64>,
+    /// (`contention_begin − holder's grant`, `contention_end − holder's grant`) of waiters on
+    /// a lazyfree holder whose own wait was traced.
+    pub after_lazy_grant: Vec<(f64, f64)>,
+    /// Folios of each traced lazyfree hold.
+    pub lazy_folios: Vec<f64>,
+    /// Add-side holds of other CPUs that asked during a MADV_FREE call: (their wait was
+    /// traced, the call's time per lazyfree hold).
+    pub during_lazy: Vec<(bool, f64)>,
+    /// Each MADV_FREE call's time per lazyfree hold (kept whole by a bootstrap: a fallback).
+    pub per_hold: Vec<f64>,
 }
 
 /// The fitted hold model. Times in ns, as `f64`: they are medians and slopes, not timestamps
@@ -72,6 +87,22 @@ pub struct Calibration {
     pub wait_min_ns: f64,
     /// Waiter's `contention_end` → its first insertion.
     pub d_pre_ns: f64,
+    /// Lazyfree hold of `lazy_folios_mean` folios, grant → release.
+    #[serde(default)]
+    pub lazy_hold_ns: f64,
+    /// Mean folios of the traced lazyfree holds `lazy_hold_ns` was measured on.
+    #[serde(default)]
+    pub lazy_folios_mean: f64,
+    /// Waiters on a traced lazyfree holder (the samples of `lazy_hold_ns`).
+    #[serde(default)]
+    pub n_lazy_window: usize,
+    /// Lazyfree hold of `lazy_folios_mean` folios taken on the fast path (nobody waiting).
+    #[serde(default)]
+    pub lazy_fast_ns: f64,
+    /// Other CPUs' add-side holds that asked during a MADV_FREE call (the samples of
+    /// `lazy_fast_ns`).
+    #[serde(default)]
+    pub n_during_lazy: usize,
     /// Free side: `contention_end` → first free = `c0 + c1·n`.
     pub c0_ns: f64,
     /// Per-folio part, ns per folio.
@@ -99,6 +130,7 @@ impl Calibration {
         let v = match side {
             Side::Add => self.pre_fast_ns + self.s1_add_ns * (k - 1.0) + self.post_ns,
             Side::Free => self.free_body(k) - (self.d_pre_ns - self.pre_fast_ns),
+            Side::Lazyfree => self.lazy_body(self.lazy_fast_ns, k),
         };
         v.max(1.0).round() as i64
     }
@@ -109,8 +141,23 @@ impl Calibration {
         let v = match side {
             Side::Add => self.d_pre_ns + self.s1_add_ns * (k - 1.0) + self.post_ns,
             Side::Free => self.free_body(k),
+            Side::Lazyfree => self.lazy_body(self.lazy_hold_ns, k),
         };
         v.max(1.0).round() as i64
+    }
+
+    /// A lazyfree hold of `k` folios. Measured on holds of `lazy_folios_mean` folios; other
+    /// batch sizes (a policy's re-batching, another folio size) split it into a fixed part and
+    /// a per-folio part in the proportion the add side shows (`pre_fast + post` : `s1_add`):
+    /// the same lock, the same list moves, minus the insertion tracepoint.
+    fn lazy_body(&self, measured: f64, k: f64) -> f64 {
+        let rho = if self.s1_add_ns > 0.0 {
+            (self.pre_fast_ns + self.post_ns) / self.s1_add_ns
+        } else {
+            1.0
+        };
+        let m = self.lazy_folios_mean.max(1.0);
+        (measured * (rho + k) / (rho + m)).max(1.0)
     }
 
     /// `contention_end` → release of a free-side batch.
@@ -131,6 +178,11 @@ impl Calibration {
     /// Request time of an untraced add-side hold whose first insertion is at `first_ts`.
     pub fn add_request(&self, first_ts: i64) -> i64 {
         first_ts - self.pre_fast_ns.round() as i64
+    }
+
+    /// Request time of an untraced lazyfree hold placed at `first_ts` (it starts there).
+    pub fn lazy_request(&self, first_ts: i64) -> i64 {
+        first_ts
     }
 
     /// Request time of an untraced free-side hold of `n` folios whose first free is at `ts`.
@@ -159,8 +211,47 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                         .push((f64::from(h.folios), (h.first_ts - end) as f64));
                 }
             }
+            Side::Lazyfree => {
+                if h.traced.is_some() {
+                    s.lazy_folios.push(f64::from(h.folios));
+                }
+            }
         }
     }
+    // An add-side hold of another CPU that asked inside a MADV_FREE call finds one of the
+    // call's holds with the probability hold / (call time per hold): the fast-path hold's
+    // only trace, as nothing inside it is recorded.
+    let mut calls: Vec<(i64, i64, u32, f64)> = r
+        .lazyfree_calls
+        .iter()
+        .filter(|c| c.3 > 0 && c.2 > c.1)
+        .map(|&(cpu, a, b, n)| (a, b, cpu, (b - a) as f64 / f64::from(n)))
+        .collect();
+    calls.sort_by_key(|c| c.0);
+    s.per_hold = calls.iter().map(|c| c.3).collect();
+    for h in r.holds.iter().filter(|h| h.side == Side::Add) {
+        let at = h.traced.map_or(h.first_ts, |(b, _)| b);
+        let lo = calls.partition_point(|c| c.0 <= at);
+        if let Some(c) = calls[..lo]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|c| c.1 >= at && c.2 != h.cpu)
+        {
+            s.during_lazy.push((h.traced.is_some(), c.3));
+        }
+    }
+    // Grants that start a lazyfree hold (its own traced wait), per CPU.
+    let lazy_grants: std::collections::HashSet<(u32, i64)> = r
+        .holds
+        .iter()
+        .filter(|h| h.side == Side::Lazyfree)
+        .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
+        .collect();
+    // CPU → its last event was the grant of a lazyfree hold at this time (it still holds)
+    let mut in_lazy: HashMap<u32, i64> = HashMap::new();
+    // waiting CPU → the lazyfree grant it found held when it began
+    let mut lazy_holder: HashMap<u32, i64> = HashMap::new();
     // Waiter ↔ holder geometry. The holder of a wait that begins at b is the other CPU whose
     // hold covers b: its most recent insertion (post part), or its next hold's first event
     // (pre part of an add hold, or a free-side hold that ends before its frees).
@@ -181,9 +272,19 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             Kind::Insert { .. } => {
                 last_insert.insert(e.cpu, e.ts);
                 last_kind_insert.insert(e.cpu, true);
+                in_lazy.remove(&e.cpu);
             }
             Kind::Begin { lock: l, .. } if l == lock => {
                 begin.insert(e.cpu, e.ts);
+                in_lazy.remove(&e.cpu);
+                if let Some(g) = in_lazy
+                    .values()
+                    .copied()
+                    .filter(|&g| g < e.ts && e.ts - g < NEAR)
+                    .max()
+                {
+                    lazy_holder.insert(e.cpu, g);
+                }
                 // A holder that asks again right after its drain (to relock for the folios
                 // that died on its batch) still ended its hold at its last insertion: keep it
                 // visible to the waiter's contention_end.
@@ -191,9 +292,18 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             }
             Kind::End { lock: l } if l == lock => {
                 last_kind_insert.insert(e.cpu, false);
+                if lazy_grants.contains(&(e.cpu, e.ts)) {
+                    in_lazy.insert(e.cpu, e.ts);
+                } else {
+                    in_lazy.remove(&e.cpu);
+                }
                 let Some(b) = begin.remove(&e.cpu) else {
                     continue;
                 };
+                if let Some(g) = lazy_holder.remove(&e.cpu) {
+                    s.after_lazy_grant.push(((b - g) as f64, (e.ts - g) as f64));
+                    continue;
+                }
                 // post part: another CPU's last event was an insertion shortly before b
                 let holder_insert = last_insert
                     .iter()
@@ -228,12 +338,14 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                                 s.end_after_insert.push((e.ts - r.holds[hi].last_ts) as f64);
                             }
                             Side::Free => s.end_before_free.push((e.ts - ts) as f64),
+                            Side::Lazyfree => {}
                         }
                     }
                 }
             }
             _ => {
                 last_kind_insert.insert(e.cpu, false);
+                in_lazy.remove(&e.cpu);
             }
         }
     }
@@ -285,6 +397,54 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     });
     // grant = release + gap, and grant = first free − (u − gap) ⇒ u = gap − (end − first free)
     let u = median(&s.end_before_free).map_or(0.0, |m| (gap - m).max(0.0));
+    // Lazyfree holds (module docs). A traced one (the holder waited) runs from its
+    // contention_end to the release and includes that tracepoint's emit cost, which the add
+    // side measures as d_pre − pre_fast; a fast-path one does not.
+    let emit = (d_pre - pre_fast).max(0.0);
+    let lazy_folios_mean = if s.lazy_folios.is_empty() {
+        1.0
+    } else {
+        s.lazy_folios.iter().sum::<f64>() / s.lazy_folios.len() as f64
+    };
+    // Waiters that began early in a traced hold are held up by its release (end − grant flat
+    // at hold + gap); later ones by their own path (end − begin flat at wait_min). The first
+    // guess is the median over all; the held-up ones are those whose begin + wait_min comes
+    // before it.
+    let guess = median(&s.after_lazy_grant.iter().map(|p| p.1).collect::<Vec<_>>());
+    let lazy_held: Vec<f64> = guess.map_or_else(Vec::new, |h0| {
+        s.after_lazy_grant
+            .iter()
+            .filter(|(d, _)| d + wait_min < h0)
+            .map(|p| p.1)
+            .collect()
+    });
+    let (lazy_hold, lazy_fast) = if lazy_held.len() >= MIN_HELD_UP {
+        let h = (median(&lazy_held).unwrap_or(0.0) - gap).max(1.0);
+        (h, (h - emit).max(1.0))
+    } else {
+        // Without them: the share of other CPUs' requests during the calls that found the
+        // lock held, times the call's time per hold; with no such request, half of it. Either
+        // way no more than half the fastest call's time per hold: a call also walks its page
+        // tables and checks each folio, and in ping-pong the share counts holds stretched by
+        // their own waiter.
+        let per_hold: Vec<f64> = if s.during_lazy.is_empty() {
+            s.per_hold.clone()
+        } else {
+            s.during_lazy.iter().map(|p| p.1).collect()
+        };
+        let share = if s.during_lazy.is_empty() {
+            0.5
+        } else {
+            s.during_lazy.iter().filter(|p| p.0).count() as f64 / s.during_lazy.len() as f64
+        };
+        let fastest = s.per_hold.iter().copied().fold(f64::INFINITY, f64::min);
+        let f = match median(&per_hold) {
+            Some(m) if fastest.is_finite() => (share * m).min(0.5 * fastest),
+            _ => 0.0,
+        }
+        .max(1.0);
+        (f + emit, f)
+    };
     Calibration {
         s1_add_ns: s1_add,
         post_ns: post,
@@ -292,6 +452,11 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         gap_ns: gap,
         wait_min_ns: wait_min,
         d_pre_ns: d_pre,
+        lazy_hold_ns: lazy_hold,
+        lazy_folios_mean,
+        n_lazy_window: s.after_lazy_grant.len(),
+        lazy_fast_ns: lazy_fast,
+        n_during_lazy: s.during_lazy.len(),
         c0_ns: c0,
         c1_ns: c1.max(0.0),
         u_ns: u,
@@ -342,6 +507,10 @@ pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
         end_after_insert: pick(&s.end_after_insert, rng),
         wait_after_insert: pick(&s.wait_after_insert, rng),
         end_before_free: pick(&s.end_before_free, rng),
+        after_lazy_grant: pick(&s.after_lazy_grant, rng),
+        lazy_folios: pick(&s.lazy_folios, rng),
+        during_lazy: pick(&s.during_lazy, rng),
+        per_hold: s.per_hold.clone(),
     }
 }
 
@@ -356,6 +525,9 @@ pub fn resample_draws(s: &Samples) -> usize {
         + s.end_after_insert.len()
         + s.wait_after_insert.len()
         + s.end_before_free.len()
+        + s.after_lazy_grant.len()
+        + s.lazy_folios.len()
+        + s.during_lazy.len()
 }
 
 #[cfg(test)]

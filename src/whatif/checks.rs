@@ -65,6 +65,17 @@ pub const REPLAY_EVENTS: &[Need] = &[
         essential: false,
         why: "the free-side holds (folios_put_refs of unmaps)",
     },
+    Need {
+        any_of: &["syscalls:sys_enter_madvise"],
+        essential: false,
+        why: "when MADV_FREE marks a task's folios lazyfree (those lru_lock holds leave no event \
+              of their own)",
+    },
+    Need {
+        any_of: &["syscalls:sys_exit_madvise"],
+        essential: false,
+        why: "when the MADV_FREE call returns",
+    },
 ];
 
 /// [`REPLAY_EVENTS`] plus when a task discards its folios: the fbatch-drain and pre-free
@@ -193,13 +204,24 @@ pub fn before(
 /// replay event on that CPU (other locks' waits skipped) is neither an `mm_lru_insertion` nor
 /// an `mm_page_free`. Those waits were for holds the replay does not rebuild (free-side holds
 /// when the capture has no frees; reclaim, compaction, isolation), so it cannot reproduce them.
+/// A wait of a task inside `madvise(MADV_FREE)` is covered: it was for a lazyfree hold.
 /// (count, traced waits on the lock).
 pub fn uncovered_waits(t: &Trace, lock: u32) -> (u64, u64) {
     use std::collections::HashMap;
     // CPU → a wait on the lock ended there and its hold has not shown yet
     let mut open: HashMap<u32, bool> = HashMap::new();
+    // tasks inside madvise(MADV_FREE): their waits are for lazyfree holds, which the replay
+    // rebuilds from the call (super::lazyfree) though nothing follows them
+    let mut in_lazy: std::collections::HashSet<i32> = Default::default();
     let (mut uncovered, mut waits) = (0u64, 0u64);
     for e in &t.events {
+        if let Kind::Lazyfree { enter } = e.kind {
+            if enter {
+                in_lazy.insert(e.tid);
+            } else {
+                in_lazy.remove(&e.tid);
+            }
+        }
         let awaiting = open.get(&e.cpu).copied().unwrap_or(false);
         match e.kind {
             Kind::Begin { lock: l, .. } | Kind::End { lock: l } if l != lock => continue,
@@ -214,12 +236,12 @@ pub fn uncovered_waits(t: &Trace, lock: u32) -> (u64, u64) {
                     uncovered += 1;
                 }
                 waits += 1;
-                open.insert(e.cpu, true);
+                open.insert(e.cpu, !in_lazy.contains(&e.tid));
             }
             Kind::Insert { .. } | Kind::Free { .. } => {
                 open.insert(e.cpu, false);
             }
-            Kind::Alloc { .. } | Kind::Discard { .. } => {
+            Kind::Alloc { .. } | Kind::Discard { .. } | Kind::Lazyfree { .. } => {
                 if awaiting {
                     uncovered += 1;
                     open.insert(e.cpu, false);
@@ -256,8 +278,17 @@ pub fn after(
     let (unc, waits) = uncovered_waits(t, rec.lock);
     let unc_share = share(unc, waits);
     let mut explained = false;
+    // Without the madvise events a capture of a workload that never calls MADV_FREE loses
+    // nothing: they are named only when waits go uncovered (below), not on every capture.
+    let no_madvise = missing
+        .events
+        .iter()
+        .any(|n| n.any_of.contains(&"syscalls:sys_enter_madvise"));
     for n in &missing.events {
         let name = n.any_of.first().copied().unwrap_or_default();
+        if name.starts_with("syscalls:") {
+            continue;
+        }
         if name == "kmem:mm_page_free" {
             explained = true;
             w.push(Warning {
@@ -285,8 +316,15 @@ pub fn after(
             message: format!(
                 "{unc} of {waits} traced waits on the lock ({}) are followed by no LRU insertion or \
                  free on their CPU: their holders (reclaim, compaction, isolation, ...) are not \
-                 modelled, and the answer does not cover them",
-                pct(unc_share)
+                 modelled, and the answer does not cover them{}",
+                pct(unc_share),
+                if no_madvise {
+                    " (if the workload calls madvise(MADV_FREE), record -e \
+                     syscalls:sys_enter_madvise -e syscalls:sys_exit_madvise: its lazyfree \
+                     holds leave no other event)"
+                } else {
+                    ""
+                }
             ),
             uncovered_share: Some(unc_share),
         });

@@ -240,8 +240,8 @@ fn replay_with(
 /// recomputed (each is a float expression and a rounding per request otherwise); larger batches
 /// fall back to the calibration itself, so the values are the same.
 struct Holds {
-    fast: [[i64; Holds::UPTO]; 2],
-    after_grant: [[i64; Holds::UPTO]; 2],
+    fast: [[i64; Holds::UPTO]; 3],
+    after_grant: [[i64; Holds::UPTO]; 3],
 }
 
 impl Holds {
@@ -249,10 +249,13 @@ impl Holds {
 
     fn new(cal: &Calibration) -> Self {
         let mut h = Holds {
-            fast: [[0; Self::UPTO]; 2],
-            after_grant: [[0; Self::UPTO]; 2],
+            fast: [[0; Self::UPTO]; 3],
+            after_grant: [[0; Self::UPTO]; 3],
         };
-        for (si, side) in [Side::Add, Side::Free].into_iter().enumerate() {
+        for (si, side) in [Side::Add, Side::Free, Side::Lazyfree]
+            .into_iter()
+            .enumerate()
+        {
             for k in 0..Self::UPTO {
                 h.fast[si][k] = cal.hold_fast(side, k as u32);
                 h.after_grant[si][k] = cal.hold_after_grant(side, k as u32);
@@ -265,6 +268,7 @@ impl Holds {
         match side {
             Side::Add => 0,
             Side::Free => 1,
+            Side::Lazyfree => 2,
         }
     }
 

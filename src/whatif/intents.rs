@@ -55,13 +55,26 @@ pub enum Intent {
         /// drain, of folios that died on the batch).
         via: Via,
     },
+    /// `folios` folios of `2^order` pages marked lazyfree by `madvise(MADV_FREE)`: they go
+    /// on this CPU's `lru_lazyfree` batch (in the capture they drained together, at `v`).
+    Lazy {
+        /// Virtual time of the drain's lock request in the capture.
+        v: i64,
+        /// Folio order.
+        order: u8,
+        /// Folios.
+        folios: u32,
+    },
 }
 
 impl Intent {
     /// Virtual time.
     pub fn v(&self) -> i64 {
         match *self {
-            Intent::Fault { v, .. } | Intent::Drain { v, .. } | Intent::Free { v, .. } => v,
+            Intent::Fault { v, .. }
+            | Intent::Drain { v, .. }
+            | Intent::Free { v, .. }
+            | Intent::Lazy { v, .. } => v,
         }
     }
 }
@@ -115,7 +128,7 @@ fn mark_zaps(s: &mut [Intent]) {
                 *z = zap;
                 in_zap = true;
             }
-            Intent::Drain { .. } => {}
+            Intent::Drain { .. } | Intent::Lazy { .. } => {}
         }
     }
 }
@@ -182,7 +195,7 @@ impl<'a> Layout<'a> {
             cpu_holds[ci].push(i);
             let listed = match h.side {
                 Side::Add => h.trigger == Trigger::Explicit,
-                Side::Free => true,
+                Side::Free | Side::Lazyfree => true,
             };
             if listed {
                 items[ci].push(Item::Hold(i));
@@ -230,6 +243,7 @@ impl<'a> Layout<'a> {
                     let q = match h.side {
                         Side::Add => c.add_request(h.first_ts),
                         Side::Free => c.free_request(h.first_ts, h.folios),
+                        Side::Lazyfree => c.lazy_request(h.first_ts),
                     };
                     (q, q)
                 }
@@ -303,6 +317,14 @@ impl<'a> Layout<'a> {
                                 zap: 0,
                                 hold: i,
                                 via: h.via,
+                            },
+                            Side::Lazyfree => Intent::Lazy {
+                                v,
+                                // pages per folio: the hold is of one order (lazyfree::Call)
+                                order: (h.pages / u64::from(h.folios.max(1)))
+                                    .max(1)
+                                    .trailing_zeros() as u8,
+                                folios: h.folios,
                             },
                         }
                     }
@@ -471,6 +493,7 @@ fn rank(i: &Intent) -> u8 {
         Intent::Fault { .. } => 0,
         Intent::Drain { .. } => 1,
         Intent::Free { .. } => 2,
+        Intent::Lazy { .. } => 3,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod calibrate;
 pub mod checks;
 pub mod des;
 pub mod intents;
+pub mod lazyfree;
 pub mod params;
 pub mod policy;
 pub mod reconstruct;
@@ -171,6 +172,16 @@ pub struct Identities {
     pub release_folios: u64,
     /// Post-drain release holds.
     pub release_holds: u64,
+    /// `madvise(MADV_FREE)` calls in the capture.
+    #[serde(default)]
+    pub lazyfree_calls: u64,
+    /// Lazyfree holds rebuilt from them (a large folio alone, order-0 by 31), and how many of
+    /// those a traced wait placed.
+    #[serde(default)]
+    pub lazyfree_holds: u64,
+    /// Lazyfree holds placed by their own traced wait.
+    #[serde(default)]
+    pub lazyfree_traced: u64,
 }
 
 /// One kernel path's lock traffic: measured (traced waits by call chain), replayed (no
@@ -446,6 +457,17 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
     variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
     variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
+    if !rec.lazyfree_calls.is_empty() {
+        // the least-measured hold: fast-path lazyfree holds leave no event at all
+        variants_cal.push(scaled("lazyfree hold x0.5", &|c| {
+            c.lazy_fast_ns *= 0.5;
+            c.lazy_hold_ns *= 0.5;
+        }));
+        variants_cal.push(scaled("lazyfree hold x1.5", &|c| {
+            c.lazy_fast_ns *= 1.5;
+            c.lazy_hold_ns *= 1.5;
+        }));
+    }
     let pair: [&dyn Policy; 2] = [&baseline, policy];
     let sens = par_map(variants_cal.len(), worker, |j, w| {
         eval(&variants_cal[j].1, &pair, observation, w)
@@ -588,6 +610,7 @@ pub fn obs_name(o: Observation) -> &'static str {
 fn identities(rec: &Reconstruction, it: &intents::Intents, ctx: &Context) -> Result<Identities> {
     let mut id = Identities {
         unknown_order: rec.unknown_order,
+        lazyfree_calls: rec.lazyfree_calls.len() as u64,
         ..Default::default()
     };
     for f in &rec.faults {
@@ -612,6 +635,10 @@ fn identities(rec: &Reconstruction, it: &intents::Intents, ctx: &Context) -> Res
                 }
             }
             Side::Free => id.free_holds += 1,
+            Side::Lazyfree => {
+                id.lazyfree_holds += 1;
+                id.lazyfree_traced += u64::from(h.traced.is_some());
+            }
         }
     }
     for s in &it.streams {

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 
+use super::lazyfree;
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
 use crate::duration::Ns;
 use crate::error::{Error, Result};
@@ -89,6 +90,9 @@ pub enum Side {
     Add,
     /// `folios_put_refs()` / `__page_cache_release()` on the free path.
     Free,
+    /// `folio_batch_move_lru()` of the `lru_lazyfree` batch (`madvise(MADV_FREE)`): a hold
+    /// with no event inside, rebuilt from the call ([`super::lazyfree`]).
+    Lazyfree,
 }
 
 /// Why an add-side drain happened (the kernel rules of MODELS.md §1).
@@ -185,6 +189,9 @@ pub struct Reconstruction {
     pub has_discards: bool,
     /// Median time from a discarding call's enter to its first free-side hold on that task, ns.
     pub zap_delay_ns: i64,
+    /// `madvise(MADV_FREE)` calls seen (their holds are in `holds`, side `Lazyfree`):
+    /// (CPU, enter, exit, holds rebuilt).
+    pub lazyfree_calls: Vec<(u32, i64, i64, u32)>,
 }
 
 /// Per CPU: a finished traced wait (begin, end, path) not yet attached to a hold.
@@ -249,6 +256,24 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         (0u64, Ns(0), Ns(0), 0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
     let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
+    // MADV_FREE: per task, the folios it faulted since its last call, and its open call
+    let mut fresh: HashMap<i32, Vec<usize>> = HashMap::new();
+    let mut lazy_open: HashMap<i32, lazyfree::Call> = HashMap::new();
+    let mut lazy_calls: Vec<lazyfree::Call> = Vec::new();
+    // A finished wait that no LRU event followed: a lazyfree hold when its task is inside
+    // MADV_FREE, else unattached.
+    let drop_wait = |lazy_open: &mut HashMap<i32, lazyfree::Call>,
+                     unattached: &mut u64,
+                     by_via: &mut std::collections::BTreeMap<Via, (u64, Ns)>,
+                     (b, e, v, tid): (i64, i64, Via, i32)| {
+        match lazy_open.get_mut(&tid) {
+            Some(c) if e >= c.enter => c.traced.push((b, e, v)),
+            _ => {
+                *unattached += 1;
+                tally(by_via, v, Ns::between(b, e));
+            }
+        }
+    };
 
     for e in &t.events {
         if !cpus.contains(&e.cpu) {
@@ -262,11 +287,11 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         // holds for the waiter's own next event when it comes later than any hold lasts: the
         // wait was for a hold without events (a lazyfree move, say) and the task went on.
         if let Some(slot) = pending.get_mut(&e.cpu) {
-            if matches!(*slot, Some((_, end, _, tid)) if tid != e.tid || e.ts - end > ATTACH_WITHIN_NS)
+            let lazy_exit = matches!(e.kind, Kind::Lazyfree { enter: false });
+            if matches!(*slot, Some((_, end, _, tid)) if tid != e.tid || e.ts - end > ATTACH_WITHIN_NS || lazy_exit)
             {
-                if let Some((b0, e0, v0, _)) = slot.take() {
-                    unattached += 1;
-                    tally(&mut by_via, v0, Ns::between(b0, e0));
+                if let Some(w) = slot.take() {
+                    drop_wait(&mut lazy_open, &mut unattached, &mut by_via, w);
                 }
             }
         }
@@ -292,6 +317,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                 );
                 let h = &mut holds[hi];
                 h.last_fault = Some(faults.len());
+                fresh.entry(ftid).or_default().push(faults.len());
                 faults.push(Fault {
                     cpu: fcpu,
                     ts: fts,
@@ -328,6 +354,20 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                 alloc.insert(pfn, (order, e.ts, e.cpu, e.tid));
             }
             Kind::Discard { .. } => cur.side = None,
+            Kind::Lazyfree { enter } => {
+                cur.side = None;
+                if enter {
+                    let marked = fresh.remove(&e.tid).unwrap_or_default();
+                    let c = lazyfree::Call::marking(e.cpu, e.ts, &faults, &marked);
+                    if let Some(mut prev) = lazy_open.insert(e.tid, c) {
+                        prev.exit = e.ts;
+                        lazy_calls.push(prev);
+                    }
+                } else if let Some(mut c) = lazy_open.remove(&e.tid) {
+                    c.exit = e.ts;
+                    lazy_calls.push(c);
+                }
+            }
             Kind::Begin { lock: l, via } => {
                 if l == lock {
                     waits.begin(e.cpu, e.ts, via);
@@ -344,9 +384,8 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         wait += w;
                         max_wait = max_wait.max(w);
                         let p = pending.entry(e.cpu).or_default();
-                        if let Some((b0, e0, v0, _)) = p.replace((b, e.ts, via, e.tid)) {
-                            unattached += 1;
-                            tally(&mut by_via, v0, Ns::between(b0, e0));
+                        if let Some(w) = p.replace((b, e.ts, via, e.tid)) {
+                            drop_wait(&mut lazy_open, &mut unattached, &mut by_via, w);
                         }
                     }
                     // a wait ends a hold in progress on this CPU: the next event starts anew
@@ -359,11 +398,16 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
     }
     for p in pending.values() {
-        if let Some((b, e, v, _)) = *p {
-            unattached += 1;
-            tally(&mut by_via, v, Ns::between(b, e));
+        if let Some(w) = *p {
+            drop_wait(&mut lazy_open, &mut unattached, &mut by_via, w);
         }
     }
+    let end = t.events.last().map_or(0, |e| e.ts);
+    for (_, mut c) in lazy_open.drain() {
+        c.exit = end;
+        lazy_calls.push(c);
+    }
+
     if holds.is_empty() {
         return Err(Error::Input(format!(
             "{}: no pagemap:mm_lru_insertion or LRU-folio kmem:mm_page_free events: \
@@ -373,6 +417,15 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     }
     classify_triggers(&mut holds, &faults);
     classify_releases(&mut holds, &faults, !discards.is_empty());
+    lazy_calls.sort_by_key(|c| (c.enter, c.cpu));
+    let mut lazyfree_calls = Vec::with_capacity(lazy_calls.len());
+    let mut lazy: Vec<Hold> = Vec::new();
+    for c in &lazy_calls {
+        let h = c.holds();
+        lazyfree_calls.push((c.cpu, c.enter, c.exit, h.len() as u32));
+        lazy.extend(h);
+    }
+    let holds = lazyfree::merge(holds, &mut faults, lazy);
     for h in &holds {
         if let Some((b, e)) = h.traced {
             let v = if h.traced_via == Via::Unknown {
@@ -404,6 +457,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         measured_by_via: by_via,
         has_discards: !discards.is_empty(),
         zap_delay_ns,
+        lazyfree_calls,
     })
 }
 

@@ -40,6 +40,10 @@ pub enum Kind {
     /// `sys_enter/exit_munmap`. A folio still on a per-CPU batch has no event of its own when
     /// it dies; this is when it does.
     Discard { enter: bool },
+    /// The task starts (`enter`) or ends `madvise(MADV_FREE)`: each of its anonymous folios in
+    /// the range is marked lazyfree through the per-CPU `lru_lazyfree` batch, whose drain
+    /// (`lru_lazyfree_fn`) moves it under `lru_lock` and emits nothing (MODELS.md §2.2).
+    Lazyfree { enter: bool },
 }
 
 /// Which `lru_lock` path a hold or a traced wait belongs to (MODELS.md §1), the row
@@ -59,11 +63,20 @@ pub enum Via {
     Zap,
     /// Not told by the capture (no call chain).
     Unknown,
+    /// `folio_batch_move_lru()` of the `lru_lazyfree` batch: `madvise(MADV_FREE)` marking
+    /// folios lazyfree (`folio_mark_lazyfree()`).
+    Lazyfree,
 }
 
 impl Via {
     /// Every path, in `index` order.
-    pub const ALL: [Via; 4] = [Via::Drain, Via::Release, Via::Zap, Via::Unknown];
+    pub const ALL: [Via; 5] = [
+        Via::Drain,
+        Via::Release,
+        Via::Zap,
+        Via::Unknown,
+        Via::Lazyfree,
+    ];
 
     /// Position in [`Via::ALL`] (array slot in per-path tallies).
     pub fn index(self) -> usize {
@@ -77,6 +90,7 @@ impl Via {
             Via::Release => "__page_cache_release (after drain)",
             Via::Zap => "__page_cache_release (unmap)",
             Via::Unknown => "unknown",
+            Via::Lazyfree => "folio_batch_move_lru (lazyfree)",
         }
     }
 }
@@ -84,7 +98,9 @@ impl Via {
 /// The LRU path of a `contention_begin` call chain (innermost frame first).
 fn via_of(chain: &[lockcast_parsers::event::Frame]) -> Via {
     let has = |p: &str| chain.iter().any(|f| f.symbol.starts_with(p));
-    if has("__page_cache_release") {
+    if has("folio_mark_lazyfree") {
+        Via::Lazyfree
+    } else if has("__page_cache_release") {
         if has("folio_batch_move_lru") {
             Via::Release
         } else {
@@ -99,6 +115,9 @@ fn via_of(chain: &[lockcast_parsers::event::Frame]) -> Via {
 
 /// `MADV_DONTNEED`, `MADV_REMOVE`, `MADV_DONTNEED_LOCKED` (include/uapi/asm-generic/mman-common.h).
 const DISCARDING_ADVICE: [u32; 3] = [4, 9, 24];
+
+/// `MADV_FREE` (include/uapi/asm-generic/mman-common.h).
+const MADV_FREE: u32 = 8;
 
 /// `Kind::Insert::site` when the insertion is not under an explicit drain or has no call chain.
 pub const NO_SITE: u32 = u32::MAX;
@@ -183,6 +202,8 @@ struct ReadState {
     sites: HashMap<String, u32>,
     /// Tasks inside a discarding madvise/munmap (pairs an exit with its enter).
     discard_open: std::collections::HashSet<i32>,
+    /// Tasks inside madvise(MADV_FREE).
+    lazyfree_open: std::collections::HashSet<i32>,
 }
 
 impl Trace {
@@ -357,17 +378,22 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
         }
         "sys_enter_madvise" => {
             let p = payload::madvise(&e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
-            if !DISCARDING_ADVICE.contains(&p.behavior) {
+            if p.behavior == MADV_FREE {
+                st.lazyfree_open.insert(e.tid);
+                Kind::Lazyfree { enter: true }
+            } else if DISCARDING_ADVICE.contains(&p.behavior) {
+                st.discard_open.insert(e.tid);
+                Kind::Discard { enter: true }
+            } else {
                 t.other_events += 1;
                 return Ok(());
             }
-            st.discard_open.insert(e.tid);
-            Kind::Discard { enter: true }
         }
         "sys_enter_munmap" => {
             st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
+        "sys_exit_madvise" if st.lazyfree_open.remove(&e.tid) => Kind::Lazyfree { enter: false },
         "sys_exit_madvise" | "sys_exit_munmap" => {
             // only the exits of calls whose enter was a discarding one
             if !st.discard_open.remove(&e.tid) {

@@ -16,6 +16,7 @@ mod lazyfree;
 mod limits;
 mod lock_stat;
 mod lock_stat_since;
+mod madv_free;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;

@@ -66,6 +66,8 @@ impl Batcher {
     pub fn requests(&self, stream: &[Intent], intents: &Intents) -> Vec<Request> {
         let mut out = Vec::new();
         let (mut folios, mut pages) = (0u32, 0u64);
+        // the `lru_lazyfree` batch: the same predicate and caps (one function fills both)
+        let mut lazy = (0u32, 0u64);
         let drain = |out: &mut Vec<Request>, v: i64, folios: &mut u32, pages: &mut u64| {
             if *folios > 0 {
                 out.push(Request {
@@ -77,6 +79,17 @@ impl Batcher {
             }
             *folios = 0;
             *pages = 0;
+        };
+        let drain_lazy = |out: &mut Vec<Request>, v: i64, lazy: &mut (u32, u64)| {
+            if lazy.0 > 0 {
+                out.push(Request {
+                    v,
+                    side: Side::Lazyfree,
+                    folios: lazy.0,
+                    via: Via::Lazyfree,
+                });
+            }
+            *lazy = (0, 0);
         };
         for i in stream {
             match *i {
@@ -107,7 +120,40 @@ impl Batcher {
                         drain(&mut out, at, &mut folios, &mut pages);
                     }
                 }
-                Intent::Drain { v, .. } => drain(&mut out, v, &mut folios, &mut pages),
+                Intent::Drain { v, .. } => {
+                    // lru_add_drain() drains every per-CPU batch
+                    drain(&mut out, v, &mut folios, &mut pages);
+                    drain_lazy(&mut out, v, &mut lazy);
+                }
+                Intent::Lazy {
+                    v,
+                    order,
+                    folios: n,
+                } => {
+                    let p = 1u64 << order;
+                    let cacheable = p < self.max_cached_pages;
+                    for _ in 0..n {
+                        if self.rule == DrainRule::BeforeAdd
+                            && cacheable
+                            && lazy.0 > 0
+                            && (lazy.0 + 1 > self.folio_cap
+                                || lazy.1.saturating_add(p) > self.page_cap)
+                        {
+                            drain_lazy(&mut out, v, &mut lazy);
+                        }
+                        lazy.0 += 1;
+                        lazy.1 += p;
+                        let full = match self.rule {
+                            DrainRule::AfterAdd => {
+                                lazy.0 >= self.folio_cap || lazy.1 >= self.page_cap
+                            }
+                            DrainRule::BeforeAdd => lazy.0 >= self.folio_cap,
+                        };
+                        if !cacheable || full {
+                            drain_lazy(&mut out, v, &mut lazy);
+                        }
+                    }
+                }
                 Intent::Free {
                     v, folios: n, via, ..
                 } => out.push(Request {
@@ -121,6 +167,7 @@ impl Batcher {
         // the batch left at the end is drained by exit (munmap → lru_add_drain)
         if let Some(last) = stream.last() {
             drain(&mut out, last.v(), &mut folios, &mut pages);
+            drain_lazy(&mut out, last.v(), &mut lazy);
         }
         out.sort_by_key(|r| r.v);
         out

@@ -239,6 +239,13 @@ impl FbatchDrain {
                         drain(v, &mut batch, &mut deaths, &mut out);
                     }
                 }
+                // the series leaves the lazyfree batch's rule alone: the capture's holds
+                Intent::Lazy { v, folios, .. } => out.push(Request {
+                    v,
+                    side: Side::Lazyfree,
+                    folios,
+                    via: Via::Lazyfree,
+                }),
                 Intent::Free { v, folios, via, .. } => {
                     // the capture's post-drain release is what both patches remove
                     if via != Via::Release {

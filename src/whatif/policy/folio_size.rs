@@ -138,6 +138,11 @@ impl Policy for FolioSize {
                         hold,
                         via,
                     },
+                    Intent::Lazy { v, order, folios } => Intent::Lazy {
+                        v: scale(v),
+                        order,
+                        folios,
+                    },
                 })
                 .collect();
             out.push(Batcher::TODAY.requests(&scaled, intents));
@@ -159,6 +164,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
         .collect();
     let typical = crate::stats::median(&gaps).unwrap_or(0.0).max(0.0);
     let mut acc = 0u64; // pages accumulated toward the next new folio
+    let mut lazy_acc = 0u64; // the same for folios marked lazyfree
     let mut i = 0;
     while i < s.len() {
         match s[i] {
@@ -191,6 +197,24 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
             Intent::Drain { v, site } => {
                 acc = 0;
                 out.push(Intent::Drain { v, site });
+                i += 1;
+            }
+            Intent::Lazy {
+                v,
+                order: o,
+                folios,
+            } => {
+                // the same pages, cut into folios of the target size, marked in one drain
+                lazy_acc += u64::from(folios) << o;
+                let made = lazy_acc / pages_per;
+                lazy_acc %= pages_per;
+                if made > 0 {
+                    out.push(Intent::Lazy {
+                        v,
+                        order,
+                        folios: made as u32,
+                    });
+                }
                 i += 1;
             }
             Intent::Free { zap, .. } => {
