@@ -176,3 +176,30 @@ fn lru_cache_batches_the_lazyfree_moves_of_small_large_folios() {
         .expect("a lazyfree row");
     assert_eq!(lazy.predicted.acquisitions, lazy.replayed.acquisitions);
 }
+
+#[test]
+fn without_the_madvise_events_the_uncovered_waits_name_them() {
+    // The same benchmark recorded without the two madvise events
+    // (capture-replay.sh --advice free --without ...): the lazyfree waits are followed by no
+    // LRU event, the warning counts them and says what to record.
+    let path = fixture("replay-partial/no-madvise/micro-16K-r1/script-ns.txt.gz")
+        .to_string_lossy()
+        .into_owned();
+    let o = run(&path, "baseline", &[]);
+    assert_eq!(o.identities.lazyfree_calls, 0);
+    let w = o
+        .warnings
+        .iter()
+        .find(|w| w.check == "waits without an LRU hold")
+        .expect("the uncovered-waits warning");
+    assert!(
+        w.message
+            .contains("record -e syscalls:sys_enter_madvise -e syscalls:sys_exit_madvise"),
+        "{}",
+        w.message
+    );
+    // and no warning per missing madvise event: a workload without MADV_FREE loses nothing
+    assert!(o.warnings.iter().all(|w| !w.check.starts_with("missing syscalls")));
+    let share = w.uncovered_share.expect("a share");
+    assert!(share > 0.05, "{share}");
+}
