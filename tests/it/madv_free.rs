@@ -199,7 +199,10 @@ fn without_the_madvise_events_the_uncovered_waits_name_them() {
         w.message
     );
     // and no warning per missing madvise event: a workload without MADV_FREE loses nothing
-    assert!(o.warnings.iter().all(|w| !w.check.starts_with("missing syscalls")));
+    assert!(o
+        .warnings
+        .iter()
+        .all(|w| !w.check.starts_with("missing syscalls")));
     let share = w.uncovered_share.expect("a share");
     assert!(share > 0.05, "{share}");
 }
