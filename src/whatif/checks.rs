@@ -147,13 +147,34 @@ pub fn before(
     let mut errors = Vec::new();
     let has = |n: &Need| n.any_of.iter().any(|e| t.count(e) > 0);
     let absent: Vec<&'static Need> = needs.events.iter().filter(|n| !has(n)).collect();
+    // recorded (the perf.data header or the meta file's perf record command names it) but
+    // not one fired: asking to record it would send the user round in a circle
+    let recorded = |n: &Need| n.any_of.iter().any(|e| was_recorded(t, e));
+    let mut silent = Vec::new();
     for n in &absent {
         if n.essential {
-            errors.push(format!("no {} events: {}", n.any_of.join(" or "), n.why));
+            if recorded(n) {
+                silent.push(n.any_of.join(" or "));
+            } else {
+                errors.push(format!("no {} events: {}", n.any_of.join(" or "), n.why));
+            }
         } else {
             missing.events.push(n);
         }
     }
+    if !silent.is_empty() {
+        errors.push(format!(
+            "{} recorded, but not one fired: {}",
+            silent.join(", "),
+            if silent.iter().any(|e| e.starts_with("lock:contention")) {
+                "no lock was contended while recording, so there is no traced wait to place \
+                 the hold model by (a longer or busier run, or more threads, gives some)"
+            } else {
+                "the workload did not do what the model replays"
+            }
+        ));
+    }
+    let absent: Vec<&'static Need> = absent.into_iter().filter(|n| !recorded(n)).collect();
     if t.ts_res_ns > 1 {
         errors.push(format!(
             "timestamps have {} ns resolution, and a hold of this lock is well under 1 µs (a µs \
@@ -189,7 +210,10 @@ pub fn before(
         if !add.is_empty() {
             msg += &format!("\n  add: {}", add.join(", "));
         }
-        msg += &format!("\n  record: {}", recipe(&all));
+        // the recipe is no help when the recording had every event and nothing fired
+        if !(errors.len() == 1 && !silent.is_empty()) {
+            msg += &format!("\n  record: {}", recipe(&all));
+        }
         return Err(Error::Input(msg));
     }
     if let Some(why) = needs.call_chains {
@@ -198,6 +222,16 @@ pub fn before(
         }
     }
     Ok(missing)
+}
+
+/// The recording asked for `event`: the perf.data header lists it, or the meta file's `perf
+/// record` command (`cmd_record`, lockcast record and the capture scripts) has `-e event`.
+fn was_recorded(t: &Trace, event: &str) -> bool {
+    t.header.as_ref().is_some_and(|h| h.events.iter().any(|e| e == event))
+        || t.meta.get("cmd_record").is_some_and(|c| {
+            c.split_whitespace()
+                .any(|w| w.split('/').next() == Some(event))
+        })
 }
 
 /// Share of the lock's traced waits after which the waiter's CPU shows no LRU hold: the next
@@ -388,4 +422,68 @@ pub fn after(
         }
     }
     (w, unc_share)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::whatif::trace::TRACKED;
+
+    /// A read capture with `counts` events of each of [`TRACKED`] (none kept: the checks
+    /// look at the counts) and the perf.data header or meta file given.
+    fn trace(counts: [u64; TRACKED.len()], header_events: &[&str], cmd_record: &str) -> Trace {
+        Trace {
+            path: "t".into(),
+            events: Vec::new(),
+            locks: Vec::new(),
+            sites: Vec::new(),
+            ts_res_ns: 1,
+            other_events: 0,
+            slowpath_seen: Some(crate::whatif::trace::Observation::Paravirt),
+            meta: [("cmd_record".to_string(), cmd_record.to_string())]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
+            header: (!header_events.is_empty()).then(|| lockcast_parsers::event::CaptureHeader {
+                events: header_events.iter().map(|e| e.to_string()).collect(),
+                ..Default::default()
+            }),
+            skipped_lines: 0,
+            seen: counts,
+            with_callchain: 0,
+        }
+    }
+
+    const NEEDS: Needs = Needs {
+        events: REPLAY_EVENTS,
+        call_chains: None,
+    };
+
+    #[test]
+    fn recorded_events_that_never_fired_are_not_asked_for_again() {
+        // every replay event but the lock ones fired; the lock ones were recorded
+        let mut c = [5u64; TRACKED.len()];
+        c[0] = 0;
+        c[1] = 0;
+        for t in [
+            trace(c, &["lock:contention_begin", "lock:contention_end"], ""),
+            trace(
+                c,
+                &[],
+                "perf record -q -e lock:contention_begin -e lock:contention_end/call-graph=no/ -- x",
+            ),
+        ] {
+            let e = before(&t, "baseline", &NEEDS, false).unwrap_err().to_string();
+            assert!(e.contains("recorded, but not one fired"), "{e}");
+            assert!(e.contains("no lock was contended"), "{e}");
+            assert!(!e.contains("add:") && !e.contains("record: perf record"), "{e}");
+        }
+        // not recorded at all: named as events to add, with the recipe
+        let e = before(&trace(c, &[], ""), "baseline", &NEEDS, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no lock:contention_begin events"), "{e}");
+        assert!(e.contains("add: lock:contention_begin, lock:contention_end"), "{e}");
+        assert!(e.contains("record: perf record"), "{e}");
+    }
 }
