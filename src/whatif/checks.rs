@@ -227,7 +227,9 @@ pub fn before(
 /// The recording asked for `event`: the perf.data header lists it, or the meta file's `perf
 /// record` command (`cmd_record`, lockcast record and the capture scripts) has `-e event`.
 fn was_recorded(t: &Trace, event: &str) -> bool {
-    t.header.as_ref().is_some_and(|h| h.events.iter().any(|e| e == event))
+    t.header
+        .as_ref()
+        .is_some_and(|h| h.events.iter().any(|e| e == event))
         || t.meta.get("cmd_record").is_some_and(|c| {
             c.split_whitespace()
                 .any(|w| w.split('/').next() == Some(event))
@@ -483,7 +485,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no lock:contention_begin events"), "{e}");
-        assert!(e.contains("add: lock:contention_begin, lock:contention_end"), "{e}");
+        assert!(
+            e.contains("add: lock:contention_begin, lock:contention_end"),
+            "{e}"
+        );
         assert!(e.contains("record: perf record"), "{e}");
     }
 }

@@ -256,7 +256,12 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         (0u64, Ns(0), Ns(0), 0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
     let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
-    // MADV_FREE: per task, the folios it faulted since its last call, and its open call
+    // MADV_FREE: per task, the folios it faulted since its last call (kept only when the
+    // capture has such calls: an index per fault otherwise), and its open call
+    let any_lazyfree = t
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, Kind::Lazyfree { .. }));
     let mut fresh: HashMap<i32, Vec<usize>> = HashMap::new();
     let mut lazy_open: HashMap<i32, lazyfree::Call> = HashMap::new();
     let mut lazy_calls: Vec<lazyfree::Call> = Vec::new();
@@ -317,7 +322,9 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                 );
                 let h = &mut holds[hi];
                 h.last_fault = Some(faults.len());
-                fresh.entry(ftid).or_default().push(faults.len());
+                if any_lazyfree {
+                    fresh.entry(ftid).or_default().push(faults.len());
+                }
                 faults.push(Fault {
                     cpu: fcpu,
                     ts: fts,
