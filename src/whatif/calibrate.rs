@@ -103,6 +103,9 @@ pub struct Calibration {
     /// `lazy_fast_ns`).
     #[serde(default)]
     pub n_during_lazy: usize,
+    /// The lazyfree holds were measured on held-up waiters (else bounded by the calls' timing).
+    #[serde(default)]
+    pub lazy_from_waiters: bool,
     /// Free side: `contention_end` → first free = `c0 + c1·n`.
     pub c0_ns: f64,
     /// Per-folio part, ns per folio.
@@ -457,6 +460,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         n_lazy_window: s.after_lazy_grant.len(),
         lazy_fast_ns: lazy_fast,
         n_during_lazy: s.during_lazy.len(),
+        lazy_from_waiters: lazy_held.len() >= MIN_HELD_UP,
         c0_ns: c0,
         c1_ns: c1.max(0.0),
         u_ns: u,

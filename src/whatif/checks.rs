@@ -224,6 +224,34 @@ pub fn before(
     Ok(missing)
 }
 
+/// Lazyfree holds are at least this share of the replay's acquisitions before a guessed
+/// length of theirs is worth a warning.
+pub const LAZYFREE_SHARE: f64 = 0.05;
+
+/// A warning when the capture's MADV_FREE holds are a real share of the lock's traffic and
+/// their length could not be measured on waiters (no two calls overlapped): it is then bounded
+/// by the calls' timing only (MODELS.md §2.2), and the answer is no better than rough.
+pub fn lazyfree_guess(
+    id: &Identities,
+    cal: &super::calibrate::Calibration,
+    acquisitions: u64,
+) -> Option<Warning> {
+    let share = share(id.lazyfree_holds, acquisitions);
+    (id.lazyfree_holds > 0 && share >= LAZYFREE_SHARE && !cal.lazy_from_waiters).then(|| Warning {
+        check: "lazyfree hold guessed".into(),
+        message: format!(
+            "{} lazyfree (MADV_FREE) holds, {} of the acquisitions, have no event inside and too \
+             few waiters held up by one to measure them: their fast-path length ({:.0} ns) is \
+             bounded by the calls' time per hold; the sensitivity table shows the answer with it \
+             halved and 1.5x",
+            id.lazyfree_holds,
+            pct(share),
+            cal.lazy_fast_ns
+        ),
+        uncovered_share: None,
+    })
+}
+
 /// The recording asked for `event`: the perf.data header lists it, or the meta file's `perf
 /// record` command (`cmd_record`, lockcast record and the capture scripts) has `-e event`.
 fn was_recorded(t: &Trace, event: &str) -> bool {

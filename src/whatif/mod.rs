@@ -519,7 +519,12 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         ));
     }
     let measured = measured(&rec);
-    let (warnings, uncovered) = checks::after(t, &rec, &identities, &missing);
+    let (mut warnings, uncovered) = checks::after(t, &rec, &identities, &missing);
+    warnings.extend(checks::lazyfree_guess(
+        &identities,
+        &cal,
+        replayed.acquisitions,
+    ));
     let verdict = verdict::of_replay(
         &measured,
         &replayed,
