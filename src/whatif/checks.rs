@@ -211,7 +211,7 @@ pub fn before(
             msg += &format!("\n  add: {}", add.join(", "));
         }
         // the recipe is no help when the recording had every event and nothing fired
-        if !(errors.len() == 1 && !silent.is_empty()) {
+        if errors.len() != 1 || silent.is_empty() {
             msg += &format!("\n  record: {}", recipe(&all));
         }
         return Err(Error::Input(msg));
