@@ -81,7 +81,7 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "lru-cache",
         about: "RFC v3 \"mm: enable lru cache for smaller large folios\": mTHP folios below \
-                max_cached_pages stay on the per-CPU batch",
+                max_cached_pages stay on the per-CPU batches (lru_add, and lru_lazyfree for MADV_FREE)",
         params: "max_cached_pages=31 batch_folio_cap=31 batch_page_cap=31 \
                  drain_rule=after-add|before-add (the interval covers both rules)",
         engine: Engine::Lock(policy::lru_cache::make),
