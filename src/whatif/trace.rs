@@ -342,10 +342,11 @@ fn add_event(
             }
         }
     }
-    if let Some(i) = TRACKED
-        .iter()
-        .position(|n| n.split_once(':').is_some_and(|(_, ev)| ev == e.name))
-    {
+    // `system:name` ends with `:` + the event's name (no split: this runs for every event)
+    if let Some(i) = TRACKED.iter().position(|n| {
+        n.strip_suffix(e.name.as_str())
+            .is_some_and(|sys| sys.ends_with(':'))
+    }) {
         t.seen[i] += 1;
         if !e.callchain.is_empty() {
             t.with_callchain += 1;
