@@ -4,7 +4,7 @@
 # medians and ratios):
 #   (a) per capture: `lockcast report CAPTURE`, `lockcast whatif POLICY CAPTURE` (its default
 #       200-replicate interval) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
-#   (b) with --base PATH (an older lockcast build): its report and whatif in the same rounds,
+#   (b) with --base PATH (an older lockcast build): its report, whatif and --bootstrap 0 in the same rounds,
 #       and the ratio old / new;
 #   (c) peak RSS of whatif per capture (GNU time, one extra run);
 #   (d) with --base: the interval of every bundled capture (fixtures/replay/*), old and new
@@ -87,13 +87,14 @@ events() { # capture dir
 }
 
 echo "lockcast $LOCKCAST${BASE:+, base $BASE}; policy $POLICY; $REPEATS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %8s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'rss_MiB'
+printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB'
 for c in "${cases[@]}"; do
-  rep=() wi=() wi0=() brep=() bwi=()
+  rep=() wi=() wi0=() brep=() bwi=() bwi0=()
   for i in $(seq 1 "$REPEATS"); do
     if [ -n "$BASE" ]; then
       brep+=("$(timed "$BASE" report "$c")")
       bwi+=("$(timed "$BASE" whatif "$POLICY" "$c")")
+      bwi0+=("$(timed "$BASE" whatif "$POLICY" "$c" --bootstrap 0)")
     fi
     rep+=("$(timed "$LOCKCAST" report "$c")")
     wi+=("$(timed "$LOCKCAST" whatif "$POLICY" "$c")")
@@ -102,12 +103,13 @@ for c in "${cases[@]}"; do
   /usr/bin/time -f %M -o "$tmp/rss" "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>&1
   rss=$(tail -1 "$tmp/rss")
   mr=$(median "${rep[@]}"); mw=$(median "${wi[@]}"); m0=$(median "${wi0[@]}")
-  br=- bw=- on=-
+  br=- bw=- on=- b0=- on0=-
   if [ -n "$BASE" ]; then
     br=$(printf '%.3f' "$(median "${brep[@]}")"); bw=$(printf '%.3f' "$(median "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
+    b0=$(printf '%.3f' "$(median "${bwi0[@]}")"); on0=$(ratio "$b0" "$m0")x
   fi
-  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %8s\n' "${c#"$here/"}" "$(events "$c")" \
-    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$((rss / 1024))"
+  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s\n' "${c#"$here/"}" "$(events "$c")" \
+    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))"
 done
 echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x)"
 

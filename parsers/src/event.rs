@@ -372,6 +372,19 @@ pub trait EventRead {
     fn skipped(&self) -> u64 {
         0
     }
+    /// Ask for the integer fields `fields` of the tracepoints named, decoded from the binary
+    /// payload by the event's format description instead of given as payload text (perf.data:
+    /// [`crate::perf_data::Reader::typed_fields`]); `false` when the reader has no binary
+    /// payload (the text formats), which then give the text as before. Call before the first
+    /// [`EventRead::next_event`].
+    fn typed_fields(&mut self, _want: &[(&str, &[&str])]) -> bool {
+        false
+    }
+    /// The typed fields of the event [`EventRead::next_event`] gave last, in the order asked,
+    /// `None` when it came as text.
+    fn fields(&self) -> Option<&[i64]> {
+        None
+    }
 }
 
 /// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be

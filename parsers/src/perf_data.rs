@@ -58,6 +58,7 @@ mod compact;
 pub mod kallsyms;
 pub mod print_fmt;
 pub mod tracing;
+mod typed;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
@@ -179,6 +180,11 @@ struct Ctx {
     /// file is whole, samples are numbered as they come).
     lines: Vec<u64>,
     next_line: usize,
+    /// Fields decoded from the raw payload instead of rendering it ([`Reader::typed_fields`]).
+    typed: Option<typed::Plan>,
+    /// The last event's typed fields, when it had some (`typed_last`).
+    values: Vec<i64>,
+    typed_last: bool,
 }
 
 /// Streaming reader of perf.data events.
@@ -189,6 +195,7 @@ pub struct Reader<'a> {
     diagnostics: Diagnostics,
     finished: bool,
     only: Option<Vec<String>>,
+    typed: Option<typed::Want>,
 }
 
 impl<'a> Reader<'a> {
@@ -212,6 +219,7 @@ impl<'a> Reader<'a> {
             diagnostics: Diagnostics::default(),
             finished: false,
             only: None,
+            typed: None,
         }
     }
 
@@ -235,6 +243,31 @@ impl<'a> Reader<'a> {
         if let Some(st) = self.state.as_mut() {
             st.ctx.wanted = wanted_attrs(&st.ctx.attrs, self.only.as_deref());
         }
+    }
+
+    /// Decode the integer fields `fields` of the tracepoints named (`system:name` or `name`)
+    /// from each sample's raw payload by the offsets, sizes and signedness of the event's own
+    /// format description ([`typed`]) instead of rendering its print fmt: such events come with
+    /// an empty `payload` and `comm`, and their values, in the order asked, are
+    /// [`Reader::fields`]. An event whose format lacks a field (or has it as no 1/2/4/8-byte
+    /// integer) is an error at its first sample, a payload shorter than a field's end an error
+    /// at that sample. An event without a format (tracing data lost) keeps its text payload.
+    pub fn typed_fields(&mut self, want: &[(&str, &[&str])]) {
+        let want: typed::Want = want
+            .iter()
+            .map(|(n, f)| (n.to_string(), f.iter().map(|f| f.to_string()).collect()))
+            .collect();
+        if let Some(st) = self.state.as_mut() {
+            st.ctx.typed = Some(typed::Plan::resolve(&want, &st.ctx.attrs));
+        }
+        self.typed = Some(want);
+    }
+
+    /// The typed fields ([`Reader::typed_fields`]) of the event [`Reader::next_event`] gave
+    /// last, `None` when it is not one of those asked for.
+    pub fn fields(&self) -> Option<&[i64]> {
+        let c = &self.state.as_ref()?.ctx;
+        c.typed_last.then_some(c.values.as_slice())
     }
 
     /// Samples passed over because of [`Reader::only`].
@@ -477,6 +510,7 @@ impl<'a> Reader<'a> {
         };
         let header = header_of(&file, &attrs);
         let wanted = wanted_attrs(&attrs, self.only.as_deref());
+        let typed = self.typed.as_ref().map(|w| typed::Plan::resolve(w, &attrs));
         let parse_infos = file
             .event_attributes()
             .iter()
@@ -502,6 +536,9 @@ impl<'a> Reader<'a> {
                 skipped: dropped.as_ref().map_or(0, |d| d.dropped),
                 lines: dropped.map(|d| d.lines).unwrap_or_default(),
                 next_line: 0,
+                typed,
+                values: Vec::new(),
+                typed_last: false,
             },
         })
     }
@@ -1231,11 +1268,6 @@ impl State {
                     ctx.number_sample();
                     let tid = s.tid.unwrap_or(-1);
                     let pid = s.pid;
-                    let comm = ctx
-                        .comms
-                        .get(&tid)
-                        .cloned()
-                        .unwrap_or_else(|| format!(":{tid}"));
                     let attr_index =
                         s.id.and_then(|id| ctx.attr_of_id.get(&id).copied())
                             .unwrap_or(attr_index);
@@ -1249,8 +1281,34 @@ impl State {
                     let (system, name) = attr
                         .map(|a| (a.system.clone(), a.name.clone()))
                         .unwrap_or((None, "unknown".into()));
+                    let typed = ctx.typed.as_ref().filter(|p| p.covers(attr_index));
+                    ctx.typed_last = typed.is_some();
+                    let comm = if typed.is_some() {
+                        String::new()
+                    } else {
+                        ctx.comms
+                            .get(&tid)
+                            .cloned()
+                            .unwrap_or_else(|| format!(":{tid}"))
+                    };
                     let mut payload = String::new();
-                    if let (Some(a), Some(raw)) = (attr, s.raw.as_ref()) {
+                    if let Some(plan) = typed {
+                        let raw = s.raw.as_ref().map(|r| r.as_slice());
+                        let data: &[u8] = raw.as_deref().unwrap_or(&[]);
+                        plan.decode(attr_index, data, ctx.big_endian, &mut ctx.values)
+                            .map_err(|why| {
+                                binary(
+                                    0,
+                                    format!(
+                                        "sample {} ({}{}{}): {why}",
+                                        ctx.samples,
+                                        system.as_deref().unwrap_or(""),
+                                        if system.is_some() { ":" } else { "" },
+                                        name
+                                    ),
+                                )
+                            })?;
+                    } else if let (Some(a), Some(raw)) = (attr, s.raw.as_ref()) {
                         if let Some((fmt, pf)) = &a.format {
                             let data = raw.as_slice();
                             let r = Record {
@@ -1396,6 +1454,13 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn skipped(&self) -> u64 {
         Reader::skipped(self)
+    }
+    fn typed_fields(&mut self, want: &[(&str, &[&str])]) -> bool {
+        Reader::typed_fields(self, want);
+        true
+    }
+    fn fields(&self) -> Option<&[i64]> {
+        Reader::fields(self)
     }
 }
 

@@ -204,7 +204,21 @@ struct ReadState {
     discard_open: std::collections::HashSet<i32>,
     /// Tasks inside madvise(MADV_FREE).
     lazyfree_open: std::collections::HashSet<i32>,
+    /// Lock address (typed perf.data fields) → interned id, so its text is built once.
+    lock_addrs: HashMap<u64, u32>,
 }
+
+/// The integer fields each replayed tracepoint needs, asked of readers that decode them from
+/// the binary payload (perf.data) instead of giving perf script's text, which
+/// [`payload`] would parse again: the same values, as the format description lays them out.
+const TYPED: [(&str, &[&str]); 6] = [
+    ("mm_page_alloc", &["pfn", "order"]),
+    ("mm_lru_insertion", &["pfn"]),
+    ("mm_page_free", &["pfn", "order"]),
+    ("contention_begin", &["lock_addr"]),
+    ("contention_end", &["lock_addr"]),
+    ("sys_enter_madvise", &["behavior"]),
+];
 
 impl Trace {
     /// Observation rule: from the call chains if the capture has them, else from the meta
@@ -283,8 +297,9 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
         with_callchain: 0,
     };
     let mut st = ReadState::default();
+    rd.typed_fields(&TYPED);
     while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
-        add_event(path, e, &mut t, &mut st)?;
+        add_event(path, e, rd.fields(), &mut t, &mut st)?;
     }
     t.skipped_lines = rd.diagnostics().skipped;
     if let Some(h) = rd.header() {
@@ -307,7 +322,15 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
     Ok(t)
 }
 
-fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<()> {
+/// `typed`: the event's [`TYPED`] fields when the reader decoded them, else its payload text
+/// is parsed.
+fn add_event(
+    path: &str,
+    e: Event,
+    typed: Option<&[i64]>,
+    t: &mut Trace,
+    st: &mut ReadState,
+) -> Result<()> {
     if t.slowpath_seen.is_none() {
         for f in &e.callchain {
             if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
@@ -319,10 +342,11 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
             }
         }
     }
-    if let Some(i) = TRACKED
-        .iter()
-        .position(|n| n.split_once(':').is_some_and(|(_, ev)| ev == e.name))
-    {
+    // `system:name` ends with `:` + the event's name (no split: this runs for every event)
+    if let Some(i) = TRACKED.iter().position(|n| {
+        n.strip_suffix(e.name.as_str())
+            .is_some_and(|sys| sys.ends_with(':'))
+    }) {
         t.seen[i] += 1;
         if !e.callchain.is_empty() {
             t.with_callchain += 1;
@@ -334,54 +358,107 @@ fn add_event(path: &str, e: Event, t: &mut Trace, st: &mut ReadState) -> Result<
             e.line, e.payload
         ))
     };
+    // the typed fields, in TYPED's order (the reader gives exactly those asked)
+    let field = |i: usize| -> Result<i64> {
+        typed.and_then(|v| v.get(i).copied()).ok_or_else(|| {
+            Error::Input(format!(
+                "{path}:{}: {}: the reader gave no field {i} of those asked",
+                e.line, e.name
+            ))
+        })
+    };
     let kind = match e.name.as_str() {
         "mm_page_alloc" => {
-            let p = payload::page_alloc(&e.payload).map_err(|x| bad("mm_page_alloc", x))?;
-            if p.pfn == 0 {
+            let (pfn, order) = match typed {
+                // print fmt: `REC->pfn != -1UL ? REC->pfn : 0`
+                Some(_) => (
+                    Some(field(0)? as u64)
+                        .filter(|&p| p != u64::MAX)
+                        .unwrap_or(0),
+                    typed_order(path, &e, field(1)?)?,
+                ),
+                None => {
+                    let p = payload::page_alloc(&e.payload).map_err(|x| bad("mm_page_alloc", x))?;
+                    (p.pfn, p.order)
+                }
+            };
+            if pfn == 0 {
                 // failed allocation: no folio
                 t.other_events += 1;
                 return Ok(());
             }
             Kind::Alloc {
-                pfn: p.pfn,
-                order: order_u8(p.order),
+                pfn,
+                order: order_u8(order),
             }
         }
         "mm_lru_insertion" => {
-            let p = payload::lru_insertion(&e.payload).map_err(|x| bad("mm_lru_insertion", x))?;
+            let pfn = match typed {
+                Some(_) => field(0)? as u64,
+                None => {
+                    payload::lru_insertion(&e.payload)
+                        .map_err(|x| bad("mm_lru_insertion", x))?
+                        .pfn
+                }
+            };
             let site = match drain_site(&e.callchain) {
                 Some(name) => intern(&mut st.sites, &mut t.sites, name),
                 None => NO_SITE,
             };
-            Kind::Insert { pfn: p.pfn, site }
+            Kind::Insert { pfn, site }
         }
         "mm_page_free" => {
-            let p = payload::page_free(&e.payload).map_err(|x| bad("mm_page_free", x))?;
+            let (pfn, order) = match typed {
+                Some(_) => (field(0)? as u64, typed_order(path, &e, field(1)?)?),
+                None => {
+                    let p = payload::page_free(&e.payload).map_err(|x| bad("mm_page_free", x))?;
+                    (p.pfn, p.order)
+                }
+            };
             Kind::Free {
-                pfn: p.pfn,
-                order: order_u8(p.order),
+                pfn,
+                order: order_u8(order),
             }
         }
         "contention_begin" => {
-            let p =
-                payload::contention_begin(&e.payload).map_err(|x| bad("contention_begin", x))?;
+            let lock = match typed {
+                Some(_) => intern_addr(st, t, field(0)? as u64),
+                None => {
+                    let p = payload::contention_begin(&e.payload)
+                        .map_err(|x| bad("contention_begin", x))?;
+                    intern(&mut st.locks, &mut t.locks, p.lock)
+                }
+            };
             Kind::Begin {
-                lock: intern(&mut st.locks, &mut t.locks, p.lock),
+                lock,
                 via: via_of(&e.callchain),
             }
         }
         "contention_end" => {
-            let p = payload::contention_end(&e.payload).map_err(|x| bad("contention_end", x))?;
-            Kind::End {
-                lock: intern(&mut st.locks, &mut t.locks, p.lock),
-            }
+            let lock = match typed {
+                Some(_) => intern_addr(st, t, field(0)? as u64),
+                None => {
+                    let p = payload::contention_end(&e.payload)
+                        .map_err(|x| bad("contention_end", x))?;
+                    intern(&mut st.locks, &mut t.locks, p.lock)
+                }
+            };
+            Kind::End { lock }
         }
         "sys_enter_madvise" => {
-            let p = payload::madvise(&e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
-            if p.behavior == MADV_FREE {
+            // print fmt: `behavior: 0x%08lx` of `(unsigned long)(REC->behavior)`
+            let behavior = match typed {
+                Some(_) => field(0)? as u32,
+                None => {
+                    payload::madvise(&e.payload)
+                        .map_err(|x| bad("sys_enter_madvise", x))?
+                        .behavior
+                }
+            };
+            if behavior == MADV_FREE {
                 st.lazyfree_open.insert(e.tid);
                 Kind::Lazyfree { enter: true }
-            } else if DISCARDING_ADVICE.contains(&p.behavior) {
+            } else if DISCARDING_ADVICE.contains(&behavior) {
                 st.discard_open.insert(e.tid);
                 Kind::Discard { enter: true }
             } else {
@@ -442,6 +519,35 @@ fn order_u8(order: u32) -> u8 {
     // MAX_PAGE_ORDER is 10..12 on every architecture; clamp so a corrupt value cannot make
     // `1 << order` overflow later.
     order.min(30) as u8
+}
+
+/// An order field (`unsigned int`, printed `%d`): the text path refuses what `%d` prints
+/// negative, so this does too.
+fn typed_order(path: &str, e: &Event, v: i64) -> Result<u32> {
+    let o = v as u32;
+    if (o as i32) < 0 {
+        return Err(Error::Input(format!(
+            "{path}:{}: {} payload: expected an order, got {o}",
+            e.line, e.name
+        )));
+    }
+    Ok(o)
+}
+
+/// A lock address interned under the text perf prints for it (print_fmt's `%p`: `0x…` in
+/// lower-case hex, `(nil)` for 0), the same id the text path gives it.
+fn intern_addr(st: &mut ReadState, t: &mut Trace, addr: u64) -> u32 {
+    if let Some(&id) = st.lock_addrs.get(&addr) {
+        return id;
+    }
+    let name = if addr == 0 {
+        "(nil)".to_string()
+    } else {
+        format!("0x{addr:x}")
+    };
+    let id = intern(&mut st.locks, &mut t.locks, name);
+    st.lock_addrs.insert(addr, id);
+    id
 }
 
 fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: String) -> u32 {

@@ -20,6 +20,7 @@ mod madv_free;
 mod mutation;
 mod perfdata;
 mod perfdata_recipes;
+mod perfdata_typed;
 mod perfetto;
 mod plots;
 mod record;
