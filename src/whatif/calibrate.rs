@@ -255,6 +255,8 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     let mut in_lazy: HashMap<u32, i64> = HashMap::new();
     // waiting CPU → the lazyfree grant it found held when it began
     let mut lazy_holder: HashMap<u32, i64> = HashMap::new();
+    // a capture without MADV_FREE pays nothing per event for this
+    let track_lazy = !lazy_grants.is_empty();
     // Waiter ↔ holder geometry. The holder of a wait that begins at b is the other CPU whose
     // hold covers b: its most recent insertion (post part), or its next hold's first event
     // (pre part of an add hold, or a free-side hold that ends before its frees).
@@ -271,15 +273,17 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     let mut begin: HashMap<u32, i64> = HashMap::new();
     const NEAR: i64 = 5_000;
     for e in &t.events {
-        match e.kind {
-            Kind::Insert { .. } => {
-                last_insert.insert(e.cpu, e.ts);
-                last_kind_insert.insert(e.cpu, true);
-                in_lazy.remove(&e.cpu);
+        if track_lazy {
+            // any event of a CPU but the grant of one of its lazyfree holds ends that hold
+            match e.kind {
+                Kind::End { lock: l } if l == lock && lazy_grants.contains(&(e.cpu, e.ts)) => {
+                    in_lazy.insert(e.cpu, e.ts);
+                }
+                _ => {
+                    in_lazy.remove(&e.cpu);
+                }
             }
-            Kind::Begin { lock: l, .. } if l == lock => {
-                begin.insert(e.cpu, e.ts);
-                in_lazy.remove(&e.cpu);
+            if matches!(e.kind, Kind::Begin { lock: l, .. } if l == lock) {
                 if let Some(g) = in_lazy
                     .values()
                     .copied()
@@ -288,6 +292,15 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 {
                     lazy_holder.insert(e.cpu, g);
                 }
+            }
+        }
+        match e.kind {
+            Kind::Insert { .. } => {
+                last_insert.insert(e.cpu, e.ts);
+                last_kind_insert.insert(e.cpu, true);
+            }
+            Kind::Begin { lock: l, .. } if l == lock => {
+                begin.insert(e.cpu, e.ts);
                 // A holder that asks again right after its drain (to relock for the folios
                 // that died on its batch) still ended its hold at its last insertion: keep it
                 // visible to the waiter's contention_end.
@@ -295,15 +308,10 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             }
             Kind::End { lock: l } if l == lock => {
                 last_kind_insert.insert(e.cpu, false);
-                if lazy_grants.contains(&(e.cpu, e.ts)) {
-                    in_lazy.insert(e.cpu, e.ts);
-                } else {
-                    in_lazy.remove(&e.cpu);
-                }
                 let Some(b) = begin.remove(&e.cpu) else {
                     continue;
                 };
-                if let Some(g) = lazy_holder.remove(&e.cpu) {
+                if let Some(g) = track_lazy.then(|| lazy_holder.remove(&e.cpu)).flatten() {
                     s.after_lazy_grant.push(((b - g) as f64, (e.ts - g) as f64));
                     continue;
                 }
@@ -348,7 +356,6 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             }
             _ => {
                 last_kind_insert.insert(e.cpu, false);
-                in_lazy.remove(&e.cpu);
             }
         }
     }

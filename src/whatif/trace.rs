@@ -420,30 +420,28 @@ fn add_event(
                 order: order_u8(order),
             }
         }
-        "contention_begin" => {
+        "contention_begin" | "contention_end" => {
+            let begin = e.name == "contention_begin";
             let lock = match typed {
                 Some(_) => intern_addr(st, t, field(0)? as u64),
                 None => {
-                    let p = payload::contention_begin(&e.payload)
-                        .map_err(|x| bad("contention_begin", x))?;
-                    intern(&mut st.locks, &mut t.locks, p.lock)
+                    let printed = if begin {
+                        payload::contention_begin(&e.payload).map(|p| p.lock)
+                    } else {
+                        payload::contention_end(&e.payload).map(|p| p.lock)
+                    };
+                    let printed = printed.map_err(|x| bad(&e.name, x))?;
+                    intern(&mut st.locks, &mut t.locks, printed)
                 }
             };
-            Kind::Begin {
-                lock,
-                via: via_of(&e.callchain),
+            if begin {
+                Kind::Begin {
+                    lock,
+                    via: via_of(&e.callchain),
+                }
+            } else {
+                Kind::End { lock }
             }
-        }
-        "contention_end" => {
-            let lock = match typed {
-                Some(_) => intern_addr(st, t, field(0)? as u64),
-                None => {
-                    let p = payload::contention_end(&e.payload)
-                        .map_err(|x| bad("contention_end", x))?;
-                    intern(&mut st.locks, &mut t.locks, p.lock)
-                }
-            };
-            Kind::End { lock }
         }
         "sys_enter_madvise" => {
             // print fmt: `behavior: 0x%08lx` of `(unsigned long)(REC->behavior)`

@@ -30,6 +30,14 @@ struct Raw {
     holds_or_waits: u64,
 }
 
+/// The outcome's `folio_batch_move_lru (lazyfree)` row of the by-path table.
+fn lazy_row(o: &lockcast::whatif::Outcome) -> &lockcast::whatif::PathRow {
+    o.by_path
+        .iter()
+        .find(|p| p.via == Via::Lazyfree)
+        .expect("a lazyfree row")
+}
+
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let i = line.find(key)? + key.len();
     line[i..].split([' ', ',']).next()
@@ -122,11 +130,7 @@ fn lazyfree_holds_are_rebuilt_from_the_madvise_calls_of_the_raw_text() {
             id.lazyfree_traced,
             r.waits_in_calls
         );
-        let lazy = o
-            .by_path
-            .iter()
-            .find(|p| p.via == Via::Lazyfree)
-            .expect("a lazyfree row");
+        let lazy = lazy_row(&o);
         assert_eq!(lazy.measured_contended, id.lazyfree_traced, "{size}");
         assert_eq!(lazy.replayed.acquisitions, id.lazyfree_holds, "{size}");
         // those waits are covered now: no "waits without an LRU hold" warning
@@ -195,11 +199,7 @@ fn lru_cache_batches_the_lazyfree_moves_of_small_large_folios() {
     // is filled by the same function. 16 KiB folios, 31-page cap, drain after the add that
     // reaches it: 8 folios (32 pages) per move instead of 1.
     let o = run(&capture("16K"), "lru-cache", &[]);
-    let lazy = o
-        .by_path
-        .iter()
-        .find(|p| p.via == Via::Lazyfree)
-        .expect("a lazyfree row");
+    let lazy = lazy_row(&o);
     assert_eq!(lazy.replayed.acquisitions, 2050);
     let per_cpu_tail = 2 * 20; // a partial batch per CPU and call at most
     let a = lazy.predicted.acquisitions;
@@ -209,11 +209,7 @@ fn lru_cache_batches_the_lazyfree_moves_of_small_large_folios() {
     );
     // 4 KiB folios were already batched: the patch leaves them alone
     let o = run(&capture("4K"), "lru-cache", &[]);
-    let lazy = o
-        .by_path
-        .iter()
-        .find(|p| p.via == Via::Lazyfree)
-        .expect("a lazyfree row");
+    let lazy = lazy_row(&o);
     assert_eq!(lazy.predicted.acquisitions, lazy.replayed.acquisitions);
 }
 

@@ -6,7 +6,8 @@ use std::io::Read;
 use super::*;
 use crate::perf_script;
 
-fn gunzip(path: &str) -> Vec<u8> {
+/// A gzipped fixture, decompressed (`path` from the repository root).
+pub(super) fn gunzip(path: &str) -> Vec<u8> {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(path);

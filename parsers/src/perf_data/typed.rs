@@ -123,24 +123,13 @@ static EMPTY: super::tracing::EventFormat = super::tracing::EventFormat {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Cursor, Read};
+    use std::io::Cursor;
 
     use super::*;
     use crate::event::Event;
     use crate::payload;
+    use crate::perf_data::tests::gunzip;
     use crate::perf_data::{Options, Reader};
-
-    fn gunzip(path: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(path);
-        let f = std::fs::File::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(f)
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    }
 
     const WANT: [(&str, &[&str]); 6] = [
         ("kmem:mm_page_alloc", &["pfn", "order"]),
