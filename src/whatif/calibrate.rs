@@ -194,6 +194,80 @@ impl Calibration {
     }
 }
 
+/// A calibration's integer hold lengths and untraced request offsets for batches of up to
+/// [`HoldTable::UPTO`] folios, looked up instead of recomputed (each is a float expression and a
+/// rounding per hold or request otherwise: the replay and the intents' re-timing ask for one
+/// per lock acquisition); larger batches ask the calibration itself, so the values are the same.
+pub struct HoldTable {
+    fast: [[i64; HoldTable::UPTO]; 3],
+    after_grant: [[i64; HoldTable::UPTO]; 3],
+    req_off: [[i64; HoldTable::UPTO]; 3],
+}
+
+impl HoldTable {
+    /// Batches up to this many folios (exclusive) are in the table.
+    pub const UPTO: usize = 64;
+
+    /// The table of `c`.
+    pub fn new(c: &Calibration) -> Self {
+        let mut t = HoldTable {
+            fast: [[0; Self::UPTO]; 3],
+            after_grant: [[0; Self::UPTO]; 3],
+            req_off: [[0; Self::UPTO]; 3],
+        };
+        for side in [Side::Add, Side::Free, Side::Lazyfree] {
+            let si = Self::side(side);
+            for k in 0..Self::UPTO {
+                t.fast[si][k] = c.hold_fast(side, k as u32);
+                t.after_grant[si][k] = c.hold_after_grant(side, k as u32);
+                t.req_off[si][k] = req_off(c, side, k as u32);
+            }
+        }
+        t
+    }
+
+    fn side(side: Side) -> usize {
+        match side {
+            Side::Add => 0,
+            Side::Free => 1,
+            Side::Lazyfree => 2,
+        }
+    }
+
+    /// [`Calibration::hold_fast`].
+    pub fn fast(&self, c: &Calibration, side: Side, folios: u32) -> i64 {
+        match self.fast[Self::side(side)].get(folios as usize) {
+            Some(&h) => h,
+            None => c.hold_fast(side, folios),
+        }
+    }
+
+    /// [`Calibration::hold_after_grant`].
+    pub fn after_grant(&self, c: &Calibration, side: Side, folios: u32) -> i64 {
+        match self.after_grant[Self::side(side)].get(folios as usize) {
+            Some(&h) => h,
+            None => c.hold_after_grant(side, folios),
+        }
+    }
+
+    /// First event − request of an untraced hold ([`Calibration::add_request`],
+    /// [`Calibration::free_request`], [`Calibration::lazy_request`]).
+    pub fn req_off(&self, c: &Calibration, side: Side, folios: u32) -> i64 {
+        match self.req_off[Self::side(side)].get(folios as usize) {
+            Some(&h) => h,
+            None => req_off(c, side, folios),
+        }
+    }
+}
+
+fn req_off(c: &Calibration, side: Side, folios: u32) -> i64 {
+    match side {
+        Side::Add => -c.add_request(0),
+        Side::Free => -c.free_request(0, folios),
+        Side::Lazyfree => -c.lazy_request(0),
+    }
+}
+
 /// Collect the raw samples of a capture and its reconstruction.
 pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     let mut s = Samples::default();

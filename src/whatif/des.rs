@@ -13,9 +13,8 @@
 //! waiter already queued is traced. Total wait sums traced waits only, as `perf lock
 //! contention` does.
 
-use super::calibrate::Calibration;
+use super::calibrate::{Calibration, HoldTable};
 use super::policy::Request;
-use super::reconstruct::Side;
 use super::trace::{Observation, Via};
 use crate::duration::Ns;
 
@@ -148,7 +147,7 @@ fn replay_with(
         .iter()
         .map(|s| s.first().map_or(i64::MAX, |r| r.v))
         .collect();
-    let holds = Holds::new(cal);
+    let holds = HoldTable::new(cal);
     let gap = cal.gap_stamp_ns();
     let wait_min = cal.wait_min_stamp_ns();
     let mut m = Metrics::default();
@@ -236,60 +235,10 @@ fn replay_with(
     }
 }
 
-/// The calibration's holds for batches of up to [`Holds::UPTO`] folios, looked up instead of
-/// recomputed (each is a float expression and a rounding per request otherwise); larger batches
-/// fall back to the calibration itself, so the values are the same.
-struct Holds {
-    fast: [[i64; Holds::UPTO]; 3],
-    after_grant: [[i64; Holds::UPTO]; 3],
-}
-
-impl Holds {
-    const UPTO: usize = 64;
-
-    fn new(cal: &Calibration) -> Self {
-        let mut h = Holds {
-            fast: [[0; Self::UPTO]; 3],
-            after_grant: [[0; Self::UPTO]; 3],
-        };
-        for (si, side) in [Side::Add, Side::Free, Side::Lazyfree]
-            .into_iter()
-            .enumerate()
-        {
-            for k in 0..Self::UPTO {
-                h.fast[si][k] = cal.hold_fast(side, k as u32);
-                h.after_grant[si][k] = cal.hold_after_grant(side, k as u32);
-            }
-        }
-        h
-    }
-
-    fn side(side: Side) -> usize {
-        match side {
-            Side::Add => 0,
-            Side::Free => 1,
-            Side::Lazyfree => 2,
-        }
-    }
-
-    fn fast(&self, cal: &Calibration, side: Side, folios: u32) -> i64 {
-        match self.fast[Self::side(side)].get(folios as usize) {
-            Some(&h) => h,
-            None => cal.hold_fast(side, folios),
-        }
-    }
-
-    fn after_grant(&self, cal: &Calibration, side: Side, folios: u32) -> i64 {
-        match self.after_grant[Self::side(side)].get(folios as usize) {
-            Some(&h) => h,
-            None => cal.hold_after_grant(side, folios),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::whatif::reconstruct::Side;
 
     /// Add side, 1 folio: fast hold = pre_fast + post = 100; traced waiter: grant stamp 20 after
     /// the release, then holds d_pre + post = 150.

@@ -8,7 +8,7 @@
 //! Intents: a folio added to the CPU's batch (its fault), an explicit drain
 //! (`lru_add_drain()`: the start of every MADV_DONTNEED zap calls it), and a free-side batch.
 
-use super::calibrate::Calibration;
+use super::calibrate::{Calibration, HoldTable};
 use super::reconstruct::{Reconstruction, Side, Trigger};
 use super::trace::Via;
 
@@ -24,8 +24,6 @@ pub enum Intent {
         /// If this folio triggered a drain in the capture: virtual delay from its fault to that
         /// drain's lock request.
         delay: Option<i64>,
-        /// The capture's free-side hold (index in `Reconstruction::holds`) that freed it.
-        dies_in: Option<usize>,
         /// Its task's discarding call after the fault (enter, exit), virtual time on this CPU:
         /// from `enter` on the folio is dead (`Reconstruction::has_discards`).
         death: Option<(i64, i64)>,
@@ -139,19 +137,71 @@ fn mark_zaps(s: &mut [Intent]) {
 #[derive(Debug, Clone)]
 pub struct Layout<'a> {
     r: &'a Reconstruction,
-    /// Stream index of each hold's CPU (as `build`'s lookup gives it).
-    hold_ci: Vec<usize>,
     /// Per stream: its holds, in hold order.
     cpu_holds: Vec<Vec<usize>>,
-    /// Per stream: what it holds, in the order `build` pushes them (its stable sort keeps that
-    /// order among equal keys, so it is the tie-break here).
-    items: Vec<Vec<Item>>,
-    /// Per fault: whether it triggered its hold's drain (`TRIG_*`), read here once instead of
-    /// from its hold under every calibration (that lookup missed the cache on large captures).
-    fault_trig: Vec<u8>,
+    /// Per hold, the little a re-timing reads of it (a [`super::reconstruct::Hold`] is ~90
+    /// bytes, and every calibration walked all of them twice: memory-bound on large captures).
+    hold_t: Vec<HoldT>,
+    /// Per stream, its holds' intents with every field but the time set, so a build copies one
+    /// and fills in its time.
+    templates: Vec<Vec<Intent>>,
+    /// Per stream: what it holds, in the order `build` pushes them (its holds, then its faults:
+    /// its stable sort keeps that order among equal keys, so it is the tie-break here), as the
+    /// real times each item's intent is re-timed from.
+    times: Vec<Vec<ItemT>>,
+    /// Per stream: the discarding calls (enter, exit) its faults die in, each once: a build
+    /// moves each call to virtual time once, not once per folio of it.
+    calls: Vec<Vec<(i64, i64)>>,
 }
 
-/// [`Layout::fault_trig`]: the fault did not trigger a drain; a large folio did; a full batch did.
+/// [`Layout::hold_t`]: a hold's request and lock time are `t - request offset` and the
+/// calibration's fast hold (untraced), or `t` and `wait + hold after grant` (traced).
+#[derive(Debug, Clone, Copy)]
+struct HoldT {
+    /// `contention_begin` of a traced hold, else its first event.
+    t: i64,
+    /// Traced: `contention_end - contention_begin`; untraced: 0.
+    wait: i64,
+    folios: u32,
+    side: Side,
+    traced: bool,
+}
+
+/// [`Layout::times`]: the real times an item's intent is re-timed from (24 bytes: a build
+/// reads one per intent).
+#[derive(Debug, Clone, Copy)]
+struct ItemT {
+    /// A fault: its own time, else unused.
+    ts: i64,
+    /// The hold whose request the intent's time (a hold) or its drain request (a fault) is.
+    hold: u32,
+    /// A hold: its intent's index in [`Layout::templates`]. A fault: the index in
+    /// [`Layout::calls`] of the call it dies in, [`NO_CALL`] without one.
+    aux: u32,
+    /// A fault: `TRIG_*`.
+    trig: u8,
+    /// A fault: its folio's order.
+    order: u8,
+    /// A fault (else a hold).
+    fault: bool,
+}
+
+/// [`ItemT::aux`] of a fault that no discarding call kills in the capture.
+const NO_CALL: u32 = u32::MAX;
+
+/// (request, lock time) of a hold under a calibration's table.
+fn retime(t: &HoldTable, c: &Calibration, h: &HoldT) -> (i64, i64) {
+    if h.traced {
+        (h.t, h.wait + t.after_grant(c, h.side, h.folios))
+    } else {
+        (
+            h.t - t.req_off(c, h.side, h.folios),
+            t.fast(c, h.side, h.folios),
+        )
+    }
+}
+
+/// [`ItemT::trig`]: the fault did not trigger a drain; a large folio did; a full batch did.
 const TRIG_NONE: u8 = 0;
 const TRIG_LARGE: u8 = 1;
 const TRIG_FULL: u8 = 2;
@@ -170,7 +220,8 @@ enum Item {
 #[derive(Debug, Clone, Default)]
 pub struct Scratch {
     req: Vec<i64>,
-    grant: Vec<i64>,
+    /// Per hold: its lock time (wait + hold) under the calibration.
+    lock: Vec<i64>,
     by_req: Vec<Vec<usize>>,
     q: Vec<Vec<i64>>,
     prefix: Vec<Vec<i64>>,
@@ -178,8 +229,10 @@ pub struct Scratch {
     by_v: Vec<Vec<u32>>,
     keys: Vec<(i64, u8, u32)>,
     perm: Vec<u32>,
-    d_large: Vec<f64>,
-    d_full: Vec<f64>,
+    d_large: Vec<i64>,
+    d_full: Vec<i64>,
+    /// The stream's discarding calls in virtual time ([`Layout::calls`]).
+    vcalls: Vec<(i64, i64)>,
 }
 
 impl<'a> Layout<'a> {
@@ -206,7 +259,7 @@ impl<'a> Layout<'a> {
         }
         cpu_holds.truncate(n);
         items.truncate(n);
-        let fault_trig = r
+        let fault_trig: Vec<u8> = r
             .faults
             .iter()
             .enumerate()
@@ -220,12 +273,93 @@ impl<'a> Layout<'a> {
                 }
             })
             .collect();
+        let hold_t = r
+            .holds
+            .iter()
+            .map(|h| {
+                let (t, wait) = match h.traced {
+                    Some((b, e)) => (b, e - b),
+                    None => (h.first_ts, 0),
+                };
+                HoldT {
+                    t,
+                    wait,
+                    folios: h.folios,
+                    side: h.side,
+                    traced: h.traced.is_some(),
+                }
+            })
+            .collect();
+        let mut templates = Vec::with_capacity(items.len());
+        let mut times = Vec::with_capacity(items.len());
+        let mut calls = Vec::with_capacity(items.len());
+        for list in &items {
+            let (mut tm, mut ti) = (Vec::new(), Vec::with_capacity(list.len()));
+            let mut cs: Vec<(i64, i64)> = Vec::new();
+            let mut call_at: std::collections::HashMap<(i64, i64), u32> = Default::default();
+            for item in list {
+                match *item {
+                    Item::Hold(i) => {
+                        let h = &r.holds[i];
+                        ti.push(ItemT {
+                            ts: 0,
+                            hold: i as u32,
+                            aux: tm.len() as u32,
+                            trig: TRIG_NONE,
+                            order: 0,
+                            fault: false,
+                        });
+                        tm.push(match h.side {
+                            Side::Add => Intent::Drain { v: 0, site: h.site },
+                            Side::Free => Intent::Free {
+                                v: 0,
+                                folios: h.folios,
+                                pages: h.pages,
+                                zap: 0,
+                                hold: i,
+                                via: h.via,
+                            },
+                            Side::Lazyfree => Intent::Lazy {
+                                v: 0,
+                                // pages per folio: the hold is of one order (lazyfree::Call)
+                                order: (h.pages / u64::from(h.folios.max(1)))
+                                    .max(1)
+                                    .trailing_zeros() as u8,
+                                folios: h.folios,
+                            },
+                        });
+                    }
+                    Item::Fault(fi) => {
+                        let f = &r.faults[fi];
+                        let aux = match f.death {
+                            Some(d) => *call_at.entry(d).or_insert_with(|| {
+                                cs.push(d);
+                                (cs.len() - 1) as u32
+                            }),
+                            None => NO_CALL,
+                        };
+                        ti.push(ItemT {
+                            ts: f.ts,
+                            hold: f.hold as u32,
+                            aux,
+                            trig: fault_trig[fi],
+                            order: f.order,
+                            fault: true,
+                        });
+                    }
+                }
+            }
+            templates.push(tm);
+            times.push(ti);
+            calls.push(cs);
+        }
         Layout {
             r,
-            hold_ci,
             cpu_holds,
-            items,
-            fault_trig,
+            hold_t,
+            templates,
+            times,
+            calls,
         }
     }
 
@@ -234,22 +368,13 @@ impl<'a> Layout<'a> {
     pub fn build_into(&self, c: &Calibration, s: &mut Scratch, out: &mut Intents) {
         let r = self.r;
         let n = self.cpu_holds.len();
+        let table = HoldTable::new(c);
         s.req.clear();
-        s.grant.clear();
-        for h in &r.holds {
-            let (req, grant) = match h.traced {
-                Some((b, e)) => (b, e),
-                None => {
-                    let q = match h.side {
-                        Side::Add => c.add_request(h.first_ts),
-                        Side::Free => c.free_request(h.first_ts, h.folios),
-                        Side::Lazyfree => c.lazy_request(h.first_ts),
-                    };
-                    (q, q)
-                }
-            };
+        s.lock.clear();
+        for h in &self.hold_t {
+            let (req, lock) = retime(&table, c, h);
             s.req.push(req);
-            s.grant.push(grant);
+            s.lock.push(lock);
         }
         s.by_req.resize_with(n, Vec::new);
         s.q.resize_with(n, Vec::new);
@@ -271,12 +396,7 @@ impl<'a> Layout<'a> {
             prefix.push(0);
             let mut acc = 0;
             for &i in order.iter() {
-                let h = &r.holds[i];
-                acc += if h.traced.is_some() {
-                    (s.grant[i] - s.req[i]) + c.hold_after_grant(h.side, h.folios)
-                } else {
-                    c.hold_fast(h.side, h.folios)
-                };
+                acc += s.lock[i];
                 q.push(s.req[i]);
                 prefix.push(acc);
             }
@@ -293,70 +413,59 @@ impl<'a> Layout<'a> {
             // the intents come out nearly sorted and go straight into the stream: sorting
             // them there in place, with their keys beside them, costs a pass instead of a
             // copy of every intent through a second buffer.
-            let items = &self.items[ci];
+            let (templates, times) = (&self.templates[ci], &self.times[ci]);
+            let vcalls = &mut s.vcalls;
+            vcalls.clear();
+            vcalls.extend(
+                self.calls[ci]
+                    .iter()
+                    .map(|&(b, e)| (virt(b, &mut at_b), virt(e, &mut at_e))),
+            );
             let by_v = &mut s.by_v[ci];
-            if by_v.len() != items.len() {
+            if by_v.len() != times.len() {
                 by_v.clear();
-                by_v.extend(0..items.len() as u32);
+                by_v.extend(0..times.len() as u32);
             }
             let stream = &mut out.streams[ci];
             stream.clear();
             let keys = &mut s.keys;
             keys.clear();
             for &j in by_v.iter() {
-                let intent = match items[j as usize] {
-                    Item::Hold(i) => {
-                        let h = &r.holds[i];
-                        let v = virt(s.req[i], &mut at_req);
-                        match h.side {
-                            Side::Add => Intent::Drain { v, site: h.site },
-                            Side::Free => Intent::Free {
-                                v,
-                                folios: h.folios,
-                                pages: h.pages,
-                                zap: 0,
-                                hold: i,
-                                via: h.via,
-                            },
-                            Side::Lazyfree => Intent::Lazy {
-                                v,
-                                // pages per folio: the hold is of one order (lazyfree::Call)
-                                order: (h.pages / u64::from(h.folios.max(1)))
-                                    .max(1)
-                                    .trailing_zeros() as u8,
-                                folios: h.folios,
-                            },
+                let x = &times[j as usize];
+                if x.fault {
+                    // built from its compact record alone: faults are most intents, and
+                    // reading a whole template per fault was a third of a build's memory
+                    let vreq = virt(s.req[x.hold as usize], &mut at_fault_req);
+                    let vf = virt(x.ts, &mut at_fault).min(vreq);
+                    let delay = (x.trig != TRIG_NONE).then(|| {
+                        let d = vreq - vf;
+                        if x.trig == TRIG_LARGE {
+                            s.d_large.push(d);
+                        } else {
+                            s.d_full.push(d);
                         }
-                    }
-                    Item::Fault(fi) => {
-                        let f = &r.faults[fi];
-                        debug_assert_eq!(self.hold_ci[f.hold], ci);
-                        let vreq = virt(s.req[f.hold], &mut at_fault_req);
-                        let vf = virt(f.ts, &mut at_fault).min(vreq);
-                        let delay = match self.fault_trig[fi] {
-                            TRIG_NONE => None,
-                            t => {
-                                let d = vreq - vf;
-                                if t == TRIG_LARGE {
-                                    s.d_large.push(d as f64);
-                                } else {
-                                    s.d_full.push(d as f64);
-                                }
-                                Some(d)
-                            }
-                        };
-                        Intent::Fault {
-                            v: vf,
-                            order: f.order,
-                            delay,
-                            dies_in: f.freed_in,
-                            death: f
-                                .death
-                                .map(|(b, e)| (virt(b, &mut at_b), virt(e, &mut at_e))),
-                        }
-                    }
-                };
-                keys.push((intent.v(), rank(&intent), j));
+                        d
+                    });
+                    let death = vcalls.get(x.aux as usize).copied();
+                    keys.push((vf, 0, j));
+                    stream.push(Intent::Fault {
+                        v: vf,
+                        order: x.order,
+                        delay,
+                        death,
+                    });
+                    continue;
+                }
+                let mut intent = templates[x.aux as usize];
+                let vh = virt(s.req[x.hold as usize], &mut at_req);
+                match &mut intent {
+                    Intent::Fault { v, .. }
+                    | Intent::Drain { v, .. }
+                    | Intent::Free { v, .. }
+                    | Intent::Lazy { v, .. } => *v = vh,
+                }
+                let rank = rank(&intent);
+                keys.push((intent.v(), rank, j));
                 stream.push(intent);
             }
             // (virtual time, kind, push order): `build`'s stable sort, as a total order
@@ -440,6 +549,10 @@ fn resort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mu
     debug_assert_eq!(keys.len(), vals.len());
     let mut budget = 4 * keys.len() + 64;
     for i in 1..keys.len() {
+        if keys[i - 1] <= keys[i] {
+            // in place already: the usual case, and the value (an intent) is not touched
+            continue;
+        }
         let (k, v) = (keys[i], vals[i]);
         let mut j = i;
         while j > 0 && keys[j - 1] > k {
@@ -498,19 +611,21 @@ fn rank(i: &Intent) -> u8 {
 }
 
 /// [`crate::stats::median`] rounded, by selection instead of a sort (the same two order
-/// statistics, so the same value); reorders `v`.
-fn median_of(v: &mut [f64]) -> Option<i64> {
+/// statistics, so the same value: the delays are integers well inside f64's exact range, and
+/// integer comparisons select faster than `f64::total_cmp`); reorders `v`.
+fn median_of(v: &mut [i64]) -> Option<i64> {
     if v.is_empty() {
         return None;
     }
     let pos = 0.5 * (v.len() - 1) as f64;
     let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    let (_, &mut a, right) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let (_, &mut a, right) = v.select_nth_unstable(lo);
     let b = if hi == lo {
         a
     } else {
-        right.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
+        right.iter().copied().min().unwrap_or(a)
     };
+    let (a, b) = (a as f64, b as f64);
     Some((a + (b - a) * (pos - lo as f64)).round() as i64)
 }
 
@@ -554,17 +669,132 @@ mod tests {
         }
     }
 
-    /// Buffers carried over from other calibrations give the streams a fresh build gives.
-    #[test]
-    fn reused_scratch_builds_the_same_streams_as_a_fresh_build() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/replay/micro-16K-r1/script-ns.txt.gz"
-        );
-        let t = trace::read(path, false).expect("bundled capture reads");
+    /// The streams by their definition, the plain way (no layout, no tables, no reuse): per
+    /// CPU, holds ordered by (request, index); an instant's virtual time is its real time minus
+    /// the lock time of the CPU's requests strictly before it; intents sorted stably by
+    /// (virtual time, kind) from holds-then-faults push order.
+    fn build_by_definition(r: &Reconstruction, c: &Calibration) -> Vec<Vec<Intent>> {
+        let idx = |cpu: u32| r.cpus.iter().position(|&x| x == cpu).unwrap_or(0);
+        let req_lock = |h: &super::super::reconstruct::Hold| match h.traced {
+            Some((b, e)) => (b, (e - b) + c.hold_after_grant(h.side, h.folios)),
+            None => {
+                let q = match h.side {
+                    Side::Add => c.add_request(h.first_ts),
+                    Side::Free => c.free_request(h.first_ts, h.folios),
+                    Side::Lazyfree => c.lazy_request(h.first_ts),
+                };
+                (q, c.hold_fast(h.side, h.folios))
+            }
+        };
+        let mut out = Vec::new();
+        for ci in 0..r.cpus.len() {
+            let mut spans: Vec<(i64, usize, i64)> = (0..r.holds.len())
+                .filter(|&i| idx(r.holds[i].cpu) == ci)
+                .map(|i| {
+                    let (q, l) = req_lock(&r.holds[i]);
+                    (q, i, l)
+                })
+                .collect();
+            spans.sort_unstable_by_key(|&(q, i, _)| (q, i));
+            let before: Vec<i64> = std::iter::once(0)
+                .chain(spans.iter().scan(0, |acc, &(_, _, l)| {
+                    *acc += l;
+                    Some(*acc)
+                }))
+                .collect();
+            let virt = |t: i64| t - before[spans.partition_point(|&(q, _, _)| q < t)];
+            let mut v = Vec::new();
+            for (i, h) in r.holds.iter().enumerate() {
+                let listed = h.side != Side::Add || h.trigger == Trigger::Explicit;
+                if idx(h.cpu) != ci || !listed {
+                    continue;
+                }
+                let t = virt(req_lock(h).0);
+                v.push(match h.side {
+                    Side::Add => Intent::Drain { v: t, site: h.site },
+                    Side::Free => Intent::Free {
+                        v: t,
+                        folios: h.folios,
+                        pages: h.pages,
+                        zap: 0,
+                        hold: i,
+                        via: h.via,
+                    },
+                    Side::Lazyfree => Intent::Lazy {
+                        v: t,
+                        order: (h.pages / u64::from(h.folios.max(1)))
+                            .max(1)
+                            .trailing_zeros() as u8,
+                        folios: h.folios,
+                    },
+                });
+            }
+            for (fi, f) in r.faults.iter().enumerate() {
+                let h = &r.holds[f.hold];
+                if idx(h.cpu) != ci {
+                    continue;
+                }
+                let vreq = virt(req_lock(h).0);
+                let vf = virt(f.ts).min(vreq);
+                let triggered = h.last_fault == Some(fi) && h.trigger != Trigger::Explicit;
+                v.push(Intent::Fault {
+                    v: vf,
+                    order: f.order,
+                    delay: triggered.then_some(vreq - vf),
+                    death: f.death.map(|(b, e)| (virt(b), virt(e))),
+                });
+            }
+            v.sort_by_key(|i| (i.v(), rank(i)));
+            mark_zaps(&mut v);
+            out.push(v);
+        }
+        out
+    }
+
+    /// A bundled capture (path under the repository), rebuilt and calibrated.
+    fn calibrated(rel: &str) -> (Reconstruction, calibrate::Samples, Calibration) {
+        let path = format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"));
+        let t = trace::read(&path, false).expect("bundled capture reads");
         let rec = reconstruct::reconstruct(&t, &Default::default()).expect("reconstructs");
         let samples = calibrate::samples(&t, &rec);
         let cal = calibrate::fit(&samples, 0.975);
+        (rec, samples, cal)
+    }
+
+    /// The compact, reusing build gives the streams of the definition, on a capture with
+    /// discarding calls (deaths) and free-side holds, under several calibrations.
+    #[test]
+    fn compact_build_matches_the_definition() {
+        let (rec, samples, cal) = calibrated("fixtures/fbatch/churn-4K-r1/script-ns.txt.gz");
+        assert!(rec.has_discards, "the capture has discarding calls");
+        let mut long = cal.clone();
+        long.pre_fast_ns *= 3.0;
+        long.c0_ns *= 1.5;
+        let layout = Layout::new(&rec);
+        let (mut s, mut out) = (Scratch::default(), layout.empty());
+        let mut rng = Rng::new(7);
+        for c in [
+            cal.clone(),
+            long,
+            calibrate::fit(&calibrate::resample(&samples, &mut rng), 0.975),
+            cal,
+        ] {
+            layout.build_into(&c, &mut s, &mut out);
+            let want = build_by_definition(&rec, &c);
+            assert_eq!(out.streams, want);
+            let deaths = want
+                .iter()
+                .flatten()
+                .filter(|i| matches!(i, Intent::Fault { death: Some(_), .. }))
+                .count();
+            assert!(deaths > 0, "some folios die in a discarding call");
+        }
+    }
+
+    /// Buffers carried over from other calibrations give the streams a fresh build gives.
+    #[test]
+    fn reused_scratch_builds_the_same_streams_as_a_fresh_build() {
+        let (rec, samples, cal) = calibrated("fixtures/replay/micro-16K-r1/script-ns.txt.gz");
         let mut other = cal.clone();
         other.pre_fast_ns *= 2.0;
         other.c0_ns *= 1.2;

@@ -119,7 +119,6 @@ impl Policy for FolioSize {
                         v: scale(v),
                         order,
                         delay: None,
-                        dies_in: None,
                         death: None,
                     },
                     Intent::Drain { v, site } => Intent::Drain { v: scale(v), site },
@@ -186,7 +185,6 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                             v: v + (span * j as f64 / p as f64).round() as i64,
                             order,
                             delay: None,
-                            dies_in: None,
                             death: None,
                         });
                     }
