@@ -109,10 +109,6 @@ pub struct Options {
     /// allows (it has no build-id): its `_text` must be where the recording's kernel map puts
     /// it (the `[kernel.kallsyms]_text` MMAP record, KASLR included), else it is refused.
     pub kallsyms_from: Option<String>,
-    /// Bytes the input is expected to hold (a file's size; compressed, its compressed size):
-    /// the whole-file buffer is reserved once instead of grown by doubling, each growth a copy
-    /// of everything read so far (a 65 MB file was copied ~7 times, 6% of a replay's read).
-    pub size_hint: Option<u64>,
 }
 
 impl Options {
@@ -133,7 +129,6 @@ impl Options {
             }),
             kallsyms: Some(kallsyms::Kallsyms::parse("")),
             kallsyms_from: None,
-            size_hint: None,
         }
     }
 }
@@ -336,12 +331,7 @@ impl<'a> Reader<'a> {
     }
 
     fn open(&mut self, mut input: Box<dyn BufRead + Send + 'a>) -> Result<State, Error> {
-        // a hint past what memory could hold is a wrong hint, not a reason to fail
-        let hint = self.opts.size_hint.unwrap_or(0).min(1 << 32) as usize;
         let mut buf = Vec::new();
-        if buf.try_reserve_exact(hint.saturating_add(1)).is_err() {
-            buf = Vec::new();
-        }
         input.read_to_end(&mut buf)?;
         drop(input);
         let lenient = self.opts.common.lenient;

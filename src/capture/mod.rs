@@ -125,8 +125,7 @@ impl Opened {
                     .map_err(|e| Error::parse(&path, e))?,
             ),
             Content::Events if self.format == Format::PerfData => {
-                let size = std::fs::metadata(&path).ok().map(|m| m.len());
-                Capture::Events(Box::new(perf_data_reader(self.reader, &self.opts, size)?))
+                Capture::Events(Box::new(perf_data_reader(self.reader, &self.opts)?))
             }
             Content::Events => {
                 let rd = self.format.open_events(self.reader, &ro).ok_or_else(|| {
@@ -162,11 +161,9 @@ impl Opened {
 fn perf_data_reader(
     reader: Box<dyn BufRead + Send>,
     opts: &OpenOptions,
-    size_hint: Option<u64>,
 ) -> Result<perf_data::Reader<'static>> {
     let mut o = perf_data::Options {
         common: opts.reader(),
-        size_hint,
         ..perf_data::Options::default()
     };
     if let Some(p) = &opts.kallsyms {
