@@ -9,7 +9,7 @@
 //! (`lru_add_drain()`: the start of every MADV_DONTNEED zap calls it), and a free-side batch.
 
 use super::calibrate::{Calibration, HoldTable};
-use super::reconstruct::{Reconstruction, Side, Trigger};
+use super::reconstruct::{Hold, Reconstruction, Side, Trigger};
 use super::trace::Via;
 
 /// One thing a CPU did that involves the LRU.
@@ -73,6 +73,16 @@ impl Intent {
             | Intent::Drain { v, .. }
             | Intent::Free { v, .. }
             | Intent::Lazy { v, .. } => v,
+        }
+    }
+
+    /// Set the virtual time.
+    pub fn set_v(&mut self, t: i64) {
+        match self {
+            Intent::Fault { v, .. }
+            | Intent::Drain { v, .. }
+            | Intent::Free { v, .. }
+            | Intent::Lazy { v, .. } => *v = t,
         }
     }
 }
@@ -201,6 +211,29 @@ fn retime(t: &HoldTable, c: &Calibration, h: &HoldT) -> (i64, i64) {
     }
 }
 
+/// The intent of a listed hold (an explicit drain, a free-side or lazyfree batch), at time 0.
+fn hold_intent(i: usize, h: &Hold) -> Intent {
+    match h.side {
+        Side::Add => Intent::Drain { v: 0, site: h.site },
+        Side::Free => Intent::Free {
+            v: 0,
+            folios: h.folios,
+            pages: h.pages,
+            zap: 0,
+            hold: i,
+            via: h.via,
+        },
+        Side::Lazyfree => Intent::Lazy {
+            v: 0,
+            // pages per folio: the hold is of one order (lazyfree::Call)
+            order: (h.pages / u64::from(h.folios.max(1)))
+                .max(1)
+                .trailing_zeros() as u8,
+            folios: h.folios,
+        },
+    }
+}
+
 /// [`ItemT::trig`]: the fault did not trigger a drain; a large folio did; a full batch did.
 const TRIG_NONE: u8 = 0;
 const TRIG_LARGE: u8 = 1;
@@ -300,7 +333,6 @@ impl<'a> Layout<'a> {
             for item in list {
                 match *item {
                     Item::Hold(i) => {
-                        let h = &r.holds[i];
                         ti.push(ItemT {
                             ts: 0,
                             hold: i as u32,
@@ -309,25 +341,7 @@ impl<'a> Layout<'a> {
                             order: 0,
                             fault: false,
                         });
-                        tm.push(match h.side {
-                            Side::Add => Intent::Drain { v: 0, site: h.site },
-                            Side::Free => Intent::Free {
-                                v: 0,
-                                folios: h.folios,
-                                pages: h.pages,
-                                zap: 0,
-                                hold: i,
-                                via: h.via,
-                            },
-                            Side::Lazyfree => Intent::Lazy {
-                                v: 0,
-                                // pages per folio: the hold is of one order (lazyfree::Call)
-                                order: (h.pages / u64::from(h.folios.max(1)))
-                                    .max(1)
-                                    .trailing_zeros() as u8,
-                                folios: h.folios,
-                            },
-                        });
+                        tm.push(hold_intent(i, &r.holds[i]));
                     }
                     Item::Fault(fi) => {
                         let f = &r.faults[fi];
@@ -457,15 +471,9 @@ impl<'a> Layout<'a> {
                     continue;
                 }
                 let mut intent = templates[x.aux as usize];
-                let vh = virt(s.req[x.hold as usize], &mut at_req);
-                match &mut intent {
-                    Intent::Fault { v, .. }
-                    | Intent::Drain { v, .. }
-                    | Intent::Free { v, .. }
-                    | Intent::Lazy { v, .. } => *v = vh,
-                }
-                let rank = rank(&intent);
-                keys.push((intent.v(), rank, j));
+                let v = virt(s.req[x.hold as usize], &mut at_req);
+                intent.set_v(v);
+                keys.push((v, rank(&intent), j));
                 stream.push(intent);
             }
             // (virtual time, kind, push order): `build`'s stable sort, as a total order
@@ -675,7 +683,7 @@ mod tests {
     /// (virtual time, kind) from holds-then-faults push order.
     fn build_by_definition(r: &Reconstruction, c: &Calibration) -> Vec<Vec<Intent>> {
         let idx = |cpu: u32| r.cpus.iter().position(|&x| x == cpu).unwrap_or(0);
-        let req_lock = |h: &super::super::reconstruct::Hold| match h.traced {
+        let req_lock = |h: &Hold| match h.traced {
             Some((b, e)) => (b, (e - b) + c.hold_after_grant(h.side, h.folios)),
             None => {
                 let q = match h.side {
@@ -709,25 +717,9 @@ mod tests {
                 if idx(h.cpu) != ci || !listed {
                     continue;
                 }
-                let t = virt(req_lock(h).0);
-                v.push(match h.side {
-                    Side::Add => Intent::Drain { v: t, site: h.site },
-                    Side::Free => Intent::Free {
-                        v: t,
-                        folios: h.folios,
-                        pages: h.pages,
-                        zap: 0,
-                        hold: i,
-                        via: h.via,
-                    },
-                    Side::Lazyfree => Intent::Lazy {
-                        v: t,
-                        order: (h.pages / u64::from(h.folios.max(1)))
-                            .max(1)
-                            .trailing_zeros() as u8,
-                        folios: h.folios,
-                    },
-                });
+                let mut x = hold_intent(i, h);
+                x.set_v(virt(req_lock(h).0));
+                v.push(x);
             }
             for (fi, f) in r.faults.iter().enumerate() {
                 let h = &r.holds[f.hold];
@@ -761,6 +753,27 @@ mod tests {
         (rec, samples, cal)
     }
 
+    /// Builds `rec`'s streams under each calibration in turn with one layout and one set of
+    /// reused buffers, and checks every build against a fresh [`build`] (streams, delays, stream
+    /// starts) and against [`build_by_definition`]; returns the builds.
+    fn build_each(rec: &Reconstruction, cals: &[Calibration]) -> Vec<Intents> {
+        let layout = Layout::new(rec);
+        let (mut s, mut out) = (Scratch::default(), layout.empty());
+        let mut builds = Vec::new();
+        for c in cals {
+            layout.build_into(c, &mut s, &mut out);
+            let fresh = build(rec, c);
+            assert_eq!(out.streams, fresh.streams);
+            assert_eq!(
+                (out.delay_large, out.delay_full, &out.v0),
+                (fresh.delay_large, fresh.delay_full, &fresh.v0)
+            );
+            assert_eq!(out.streams, build_by_definition(rec, c));
+            builds.push(out.clone());
+        }
+        builds
+    }
+
     /// The compact, reusing build gives the streams of the definition, on a capture with
     /// discarding calls (deaths) and free-side holds, under several calibrations.
     #[test]
@@ -770,19 +783,11 @@ mod tests {
         let mut long = cal.clone();
         long.pre_fast_ns *= 3.0;
         long.c0_ns *= 1.5;
-        let layout = Layout::new(&rec);
-        let (mut s, mut out) = (Scratch::default(), layout.empty());
         let mut rng = Rng::new(7);
-        for c in [
-            cal.clone(),
-            long,
-            calibrate::fit(&calibrate::resample(&samples, &mut rng), 0.975),
-            cal,
-        ] {
-            layout.build_into(&c, &mut s, &mut out);
-            let want = build_by_definition(&rec, &c);
-            assert_eq!(out.streams, want);
-            let deaths = want
+        let draw = calibrate::fit(&calibrate::resample(&samples, &mut rng), 0.975);
+        for b in build_each(&rec, &[cal.clone(), long, draw, cal]) {
+            let deaths = b
+                .streams
                 .iter()
                 .flatten()
                 .filter(|i| matches!(i, Intent::Fault { death: Some(_), .. }))
@@ -798,26 +803,25 @@ mod tests {
         let mut other = cal.clone();
         other.pre_fast_ns *= 2.0;
         other.c0_ns *= 1.2;
-        let layout = Layout::new(&rec);
-        let (mut s, mut out) = (Scratch::default(), layout.empty());
         let mut rng = Rng::new(1);
-        for c in [
-            other.clone(),
-            calibrate::fit(&calibrate::resample(&samples, &mut rng), 0.975),
-            cal.clone(),
-        ] {
-            layout.build_into(&c, &mut s, &mut out);
-            let fresh = build(&rec, &c);
-            assert_eq!(out.streams, fresh.streams);
-            assert_eq!(
-                (out.delay_large, out.delay_full, &out.v0),
-                (fresh.delay_large, fresh.delay_full, &fresh.v0)
-            );
-        }
+        let draw = calibrate::fit(&calibrate::resample(&samples, &mut rng), 0.975);
+        let builds = build_each(&rec, &[other.clone(), draw, cal]);
+        let last = &builds[builds.len() - 1];
         // the two calibrations move some times: the test compares different streams
-        assert_ne!(build(&rec, &other).streams, out.streams);
+        assert_ne!(build(&rec, &other).streams, last.streams);
         // the capture's 759 free-side holds and 20519 folios added, no explicit drains (what
         // `whatif` prints as identities, counted from the raw events by reconstruct)
-        assert_eq!(out.streams.iter().map(Vec::len).sum::<usize>(), 759 + 20519);
+        assert_eq!(
+            last.streams.iter().map(Vec::len).sum::<usize>(),
+            759 + 20519
+        );
+    }
+
+    /// The records a build reads once per intent and per hold are the 24 bytes their docs
+    /// (and the README's speed section) say.
+    #[test]
+    fn compact_records_are_24_bytes() {
+        assert_eq!(std::mem::size_of::<ItemT>(), 24);
+        assert_eq!(std::mem::size_of::<HoldT>(), 24);
     }
 }
