@@ -562,10 +562,8 @@ fn header_of(file: &linux_perf_data::PerfFile, attrs: &[Attr]) -> CaptureHeader 
         hostname: s(file.hostname()),
         arch: s(file.arch()),
         cmdline: file
-            .cmdline()
-            .ok()
-            .flatten()
-            .map(|v| v.into_iter().map(str::to_string).collect()),
+            .feature_section_data(Feature::CMDLINE)
+            .and_then(string_list),
         events: attrs
             .iter()
             .map(|a| match &a.system {
@@ -575,6 +573,24 @@ fn header_of(file: &linux_perf_data::PerfFile, attrs: &[Attr]) -> CaptureHeader 
             .collect(),
         ..CaptureHeader::default()
     }
+}
+
+/// A `perf_header_string_list` (the CMDLINE feature: u32 count, then per string a u32 length
+/// and that many bytes, NUL-padded), read here rather than by the record reader's `cmdline()`,
+/// which reserves room for the count it reads before reading any string (a damaged count asked
+/// for gigabytes). `None` when a string runs past the section or is not UTF-8.
+fn string_list(section: &[u8]) -> Option<Vec<String>> {
+    let n = u32_at(section, 0)?;
+    let mut out = Vec::new();
+    let mut pos = 4usize;
+    for _ in 0..n {
+        let len = u32_at(section, pos)? as usize;
+        let bytes = section.get(pos + 4..(pos + 4).checked_add(len)?)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        out.push(std::str::from_utf8(&bytes[..end]).ok()?.to_string());
+        pos += 4 + len;
+    }
+    Some(out)
 }
 
 /// The note for a kallsyms given by the user, or the error refusing it: a kallsyms file has no

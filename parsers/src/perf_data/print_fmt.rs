@@ -753,7 +753,7 @@ impl PrintFmt {
                         if w < 0 {
                             spec.left = true;
                         }
-                        spec.width = Some(w.unsigned_abs() as usize);
+                        spec.width = Some(clamp_pad(w.unsigned_abs()));
                     }
                     let v = rec.eval(args.next()?)?;
                     if !format_plain(&mut out, &spec, &v) {
@@ -804,7 +804,7 @@ fn parse_pieces(s: &str) -> Option<Vec<Piece>> {
                 i += 1;
             }
             if i > st {
-                spec.width = s[st..i].parse().ok();
+                spec.width = Some(digits_pad(&s[st..i]));
             }
         }
         if b.get(i) == Some(&b'.') {
@@ -813,7 +813,7 @@ fn parse_pieces(s: &str) -> Option<Vec<Piece>> {
             while b.get(i).is_some_and(u8::is_ascii_digit) {
                 i += 1;
             }
-            spec.prec = Some(s[st..i].parse().unwrap_or(0));
+            spec.prec = Some(if i > st { digits_pad(&s[st..i]) } else { 0 });
         }
         loop {
             match b.get(i) {
@@ -851,6 +851,21 @@ fn parse_pieces(s: &str) -> Option<Vec<Piece>> {
         out.push(Piece::Lit(lit));
     }
     Some(out)
+}
+
+/// Widest field width or precision rendered. The kernel writes one event's text into a
+/// `trace_seq` of a page or two and cuts it there, so no real trace line was ever padded wider;
+/// and the width comes from untrusted bytes (the print fmt, or a record's value for `%*`), so
+/// unclamped it would size an allocation (a fuzzed file asked for gigabytes of spaces).
+const MAX_PAD: usize = 4096;
+
+fn clamp_pad(n: u64) -> usize {
+    n.min(MAX_PAD as u64) as usize
+}
+
+/// A run of ASCII digits as a width or precision; more digits than a u64 holds is the widest.
+fn digits_pad(digits: &str) -> usize {
+    digits.parse().map_or(MAX_PAD, clamp_pad)
 }
 
 fn pad(spec: &Spec, body: String, numeric_prefix_len: usize) -> String {
@@ -1069,6 +1084,42 @@ mod tests {
         );
         data[24..28].copy_from_slice(&7i32.to_le_bytes());
         assert!(render(fmt, &data).contains("lru=0x7 "));
+    }
+
+    #[test]
+    fn widths_and_precisions_from_untrusted_bytes_are_clamped() {
+        let fmt = |pf: &str| {
+            format!(
+                "name: x\nID: 1\nformat:\n\tfield:int w;\toffset:8;\tsize:4;\tsigned:1;\n\
+                 \tfield:int v;\toffset:12;\tsize:4;\tsigned:1;\n\nprint fmt: {pf}\n"
+            )
+        };
+        let data = |w: i32, v: i32| le(&[&[0; 8], &w.to_le_bytes(), &v.to_le_bytes()]);
+        // a sane width is kept exactly
+        assert_eq!(
+            render(&fmt("\"%*d|\", REC->w, REC->v"), &data(5, 42)),
+            "   42|"
+        );
+        assert_eq!(
+            render(&fmt("\"%*d|\", REC->w, REC->v"), &data(-5, 42)),
+            "42   |"
+        );
+        // a record asking for 2^31 - 1 columns, a print fmt asking for 10^30: MAX_PAD wide
+        let wide = render(&fmt("\"%*d\", REC->w, REC->v"), &data(i32::MAX, 7));
+        assert_eq!(wide.len(), MAX_PAD);
+        assert!(wide.ends_with(" 7"));
+        let huge = "1000000000000000000000000000000";
+        assert_eq!(
+            render(&fmt(&format!("\"%{huge}d\", REC->v")), &data(0, 7)).len(),
+            MAX_PAD
+        );
+        let zeros = render(&fmt(&format!("\"%.{huge}d\", REC->v")), &data(0, 7));
+        assert_eq!((zeros.len(), &zeros[MAX_PAD - 2..]), (MAX_PAD, "07"));
+        // an empty precision is zero, as in printf
+        assert_eq!(
+            render(&fmt("\"%.d|%.s|\", REC->v, REC->v"), &data(0, 7)),
+            "7|7|"
+        );
     }
 
     #[test]

@@ -346,3 +346,55 @@ fn header_context_and_lost_counts_are_what_perf_says_of_the_file() {
     let (_, d) = read_all(replay_bytes(), strict());
     assert!(!d.notes.iter().any(|n| n.contains("lost")), "{:?}", d.notes);
 }
+
+/// Bytes `offset..offset + size` of feature `bit`'s section, from the file's feature index
+/// (right after the data section: one 16-byte entry per set bit, in bit order).
+fn feature_section(b: &[u8], bit: usize) -> (usize, usize) {
+    let bits = |i: usize| b[72 + i / 8] >> (i % 8) & 1 == 1;
+    assert!(bits(bit), "feature {bit} present");
+    let index = (u64_at(b, 40).unwrap() + u64_at(b, 48).unwrap()) as usize;
+    let k = (0..bit).filter(|&i| bits(i)).count();
+    let (o, s) = sect(b, index + 16 * k);
+    (o as usize, s as usize)
+}
+
+#[test]
+fn a_damaged_cmdline_count_leaves_the_cmdline_out_instead_of_sizing_an_allocation() {
+    // a fuzzed file: the CMDLINE feature's string count set to 4 G (the record reader's own
+    // cmdline() reserved 64 GB for it before reading a string, and the process aborted)
+    const HEADER_CMDLINE: usize = 11;
+    let good = replay_bytes();
+    let (o, size) = feature_section(&good, HEADER_CMDLINE);
+    let n = u32_at(&good, o).unwrap();
+    assert!(
+        n > 3 && size > 4 * n as usize,
+        "a real command line: {n} strings"
+    );
+    let mut bad = good.clone();
+    bad[o..o + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let header = |bytes: Vec<u8>| {
+        let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), strict());
+        let mut events = 0;
+        while r.next_event().unwrap().is_some() {
+            events += 1;
+        }
+        (events, r.header().unwrap().clone())
+    };
+    let (n_good, h_good) = header(good);
+    let (n_bad, h_bad) = header(bad);
+    let cmd = h_good
+        .cmdline
+        .expect("the intact file has its command line");
+    assert_eq!(cmd.len(), n as usize);
+    assert_eq!(
+        (cmd[0].as_str(), cmd[1].as_str()),
+        ("/usr/bin/perf", "record")
+    );
+    assert_eq!(
+        h_bad.cmdline, None,
+        "a count past the section is no command line"
+    );
+    // the rest of the file reads as before
+    assert_eq!(n_bad, n_good);
+    assert_eq!(h_bad.os_release, h_good.os_release);
+}
