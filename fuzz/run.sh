@@ -7,7 +7,8 @@
 #
 # Needs cargo-fuzz on PATH and a nightly toolchain or RUSTC_BOOTSTRAP=1 (set here: cargo fuzz
 # uses -Z flags; the machine has only stable). Env: FUZZ_TARGET_DIR (build dir, default
-# fuzz/target), NICE (niceness, default 15).
+# fuzz/target), NICE (niceness, default 15), FUZZ_SEED (libFuzzer's -seed: the same mutations
+# on every run; unset, each run draws its own and explores further).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/.."
@@ -23,6 +24,9 @@ nice_n="${NICE:-15}"
 # Debug assertions (-a) so integer overflow on input values panics instead of wrapping.
 nice -n "$nice_n" cargo fuzz build -a --target-dir "$tdir" || exit 1
 
+seed_arg=()
+[ -z "${FUZZ_SEED:-}" ] || seed_arg=(-seed="$FUZZ_SEED")
+
 failed=0
 for t in "${targets[@]}"; do
   log="$here/artifacts/$t.log"
@@ -32,7 +36,7 @@ for t in "${targets[@]}"; do
   # exec rate. -timeout: one input may take at most 10 s (any real 64 KiB input takes ms).
   nice -n "$nice_n" cargo fuzz run -a --target-dir "$tdir" "$t" "$here/corpus/$t" -- \
     -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$here/artifacts/$t/" >"$log" 2>&1
+    -print_final_stats=1 "${seed_arg[@]}" -artifact_prefix="$here/artifacts/$t/" >"$log" 2>&1
   rc=$?
   end=$(date +%s)
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -13,6 +13,10 @@ if ! command -v cargo-fuzz >/dev/null; then
   echo "smoke: installing cargo-fuzz into $cache"
   cargo install cargo-fuzz --version 0.13.2 --locked --root "$cache" -j 2
 fi
+# A fixed seed: the smoke run is a regression gate, so a CI run repeats the mutations that
+# passed here instead of drawing new ones (a new find on CI blocks every merge until fixed).
+# Exploring is the long runs' job: fuzz/run.sh without FUZZ_SEED. FUZZ_SEED= (empty) draws.
+export FUZZ_SEED="${FUZZ_SEED-1}"
 start=$(date +%s)
 "$here/run.sh" "$secs"
 echo "smoke: all fuzz targets ran ${secs}s each without a crash ($(( $(date +%s) - start ))s in all)"

@@ -1043,7 +1043,8 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
             }
         } else if ty == PERF_RECORD_HEADER_FEATURE
             && next <= len
-            && u64_at(buf, p + 8) == Some(HEADER_EVENT_DESC)
+            // the record reader keeps the low 32 bits of the u64 feature id
+            && u64_at(buf, p + 8).map(|f| f as u32) == Some(HEADER_EVENT_DESC as u32)
         {
             check_event_desc(buf, pos + 16, next, "EVENT_DESC HEADER_FEATURE record")?;
         } else if ty == PERF_RECORD_AUXTRACE {
