@@ -27,7 +27,7 @@
 //!   `contention_end − holder's grant` over the waiters that came early enough for the release,
 //!   not their own path, to set their wait (begin + `wait_min` before the first guess of it).
 
-use std::collections::HashMap;
+use super::IntMap;
 
 use super::reconstruct::{Reconstruction, Side};
 use super::trace::{Kind, Trace};
@@ -319,16 +319,16 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         }
     }
     // Grants that start a lazyfree hold (its own traced wait), per CPU.
-    let lazy_grants: std::collections::HashSet<(u32, i64)> = r
+    let lazy_grants: super::IntSet<(u32, i64)> = r
         .holds
         .iter()
         .filter(|h| h.side == Side::Lazyfree)
         .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
         .collect();
     // CPU → its last event was the grant of a lazyfree hold at this time (it still holds)
-    let mut in_lazy: HashMap<u32, i64> = HashMap::new();
+    let mut in_lazy: IntMap<u32, i64> = IntMap::default();
     // waiting CPU → the lazyfree grant it found held when it began
-    let mut lazy_holder: HashMap<u32, i64> = HashMap::new();
+    let mut lazy_holder: IntMap<u32, i64> = IntMap::default();
     // a capture without MADV_FREE pays nothing per event for this
     let track_lazy = !lazy_grants.is_empty();
     // Waiter ↔ holder geometry. The holder of a wait that begins at b is the other CPU whose
@@ -342,9 +342,9 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         .map(|(i, h)| (h.first_ts, i))
         .collect();
     hold_starts.sort_unstable();
-    let mut last_insert: HashMap<u32, i64> = HashMap::new();
-    let mut last_kind_insert: HashMap<u32, bool> = HashMap::new();
-    let mut begin: HashMap<u32, i64> = HashMap::new();
+    let mut last_insert: IntMap<u32, i64> = IntMap::default();
+    let mut last_kind_insert: IntMap<u32, bool> = IntMap::default();
+    let mut begin: IntMap<u32, i64> = IntMap::default();
     const NEAR: i64 = 5_000;
     for e in &t.events {
         if track_lazy {

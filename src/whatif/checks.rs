@@ -271,12 +271,11 @@ fn was_recorded(t: &Trace, event: &str) -> bool {
 /// A wait of a task inside `madvise(MADV_FREE)` is covered: it was for a lazyfree hold.
 /// (count, traced waits on the lock).
 pub fn uncovered_waits(t: &Trace, lock: u32) -> (u64, u64) {
-    use std::collections::HashMap;
     // CPU → a wait on the lock ended there and its hold has not shown yet
-    let mut open: HashMap<u32, bool> = HashMap::new();
+    let mut open: super::IntMap<u32, bool> = Default::default();
     // tasks inside madvise(MADV_FREE): their waits are for lazyfree holds, which the replay
     // rebuilds from the call (super::lazyfree) though nothing follows them
-    let mut in_lazy: std::collections::HashSet<i32> = Default::default();
+    let mut in_lazy: super::IntSet<i32> = Default::default();
     let (mut uncovered, mut waits) = (0u64, 0u64);
     for e in &t.events {
         if let Kind::Lazyfree { enter } = e.kind {

@@ -14,7 +14,7 @@
 //! on the same CPU, by a hold as defined above (the zone lock of the page allocator is the
 //! usual other one in these captures; it is followed by `mm_page_alloc`).
 
-use std::collections::HashMap;
+use super::IntMap;
 
 use super::lazyfree;
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
@@ -209,7 +209,7 @@ struct Open {
 /// back-to-back insertions (frees) on one CPU when that is larger — call chains (`-g`) make each
 /// event cost a few µs, so a fixed 2 µs would cut every drain into pieces.
 fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
-    let mut last: HashMap<u32, (i64, u8)> = HashMap::new();
+    let mut last: IntMap<u32, (i64, u8)> = IntMap::default();
     let (mut ins, mut fr) = (Vec::new(), Vec::new());
     for e in &t.events {
         let k = match e.kind {
@@ -241,15 +241,15 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let lock = pick_lock(t, o)?;
     let (g_insert, g_free) = gap_limits(t, o.g_max_ns);
     // pfn → (order, alloc ts, alloc cpu, tid), most recent allocation wins (pfns are reused).
-    let mut alloc: HashMap<u64, (u8, i64, u32, i32)> = HashMap::new();
+    let mut alloc: IntMap<u64, (u8, i64, u32, i32)> = IntMap::default();
     let discards = discards_by_tid(t);
     // pfns on an LRU list (inserted, not yet freed).
-    let mut on_lru: HashMap<u64, usize> = HashMap::new(); // pfn → index in `faults`
-    let mut open: HashMap<u32, Open> = HashMap::new();
+    let mut on_lru: IntMap<u64, usize> = IntMap::default(); // pfn → index in `faults`
+    let mut open: IntMap<u32, Open> = IntMap::default();
     // Traced waits on the lock, paired per CPU by the rule of the `contention` table (see
     // `OpenWaits` for why the key is the CPU here and the task there).
     let mut waits: OpenWaits<u32, Via> = OpenWaits::default();
-    let mut pending: HashMap<u32, Pending> = HashMap::new();
+    let mut pending: IntMap<u32, Pending> = IntMap::default();
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
@@ -262,12 +262,12 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         .events
         .iter()
         .any(|e| matches!(e.kind, Kind::Lazyfree { .. }));
-    let mut fresh: HashMap<i32, Vec<usize>> = HashMap::new();
-    let mut lazy_open: HashMap<i32, lazyfree::Call> = HashMap::new();
+    let mut fresh: IntMap<i32, Vec<usize>> = IntMap::default();
+    let mut lazy_open: IntMap<i32, lazyfree::Call> = IntMap::default();
     let mut lazy_calls: Vec<lazyfree::Call> = Vec::new();
     // A finished wait that no LRU event followed: a lazyfree hold when its task is inside
     // MADV_FREE, else unattached.
-    let drop_wait = |lazy_open: &mut HashMap<i32, lazyfree::Call>,
+    let drop_wait = |lazy_open: &mut IntMap<i32, lazyfree::Call>,
                      unattached: &mut u64,
                      by_via: &mut std::collections::BTreeMap<Via, (u64, Ns)>,
                      (b, e, v, tid): (i64, i64, Via, i32)| {
@@ -477,8 +477,8 @@ fn tally(by_via: &mut std::collections::BTreeMap<Via, (u64, Ns)>, via: Via, ns: 
 
 /// Discarding calls per task: (enter, exit) in time order; an enter without an exit ends at
 /// the task's next event of that kind or the end of the trace.
-fn discards_by_tid(t: &Trace) -> HashMap<i32, Vec<(i64, i64)>> {
-    let mut m: HashMap<i32, Vec<(i64, i64)>> = HashMap::new();
+fn discards_by_tid(t: &Trace) -> IntMap<i32, Vec<(i64, i64)>> {
+    let mut m: IntMap<i32, Vec<(i64, i64)>> = IntMap::default();
     let end = t.events.last().map_or(0, |e| e.ts);
     for e in &t.events {
         if let Kind::Discard { enter } = e.kind {
@@ -494,7 +494,7 @@ fn discards_by_tid(t: &Trace) -> HashMap<i32, Vec<(i64, i64)>> {
 }
 
 /// The task's first discarding call that starts after `ts`.
-fn death_after(d: &HashMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(i64, i64)> {
+fn death_after(d: &IntMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(i64, i64)> {
     let v = d.get(&tid)?;
     v.get(v.partition_point(|&(b, _)| b <= ts)).copied()
 }
@@ -506,7 +506,7 @@ fn death_after(d: &HashMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(
 fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
     // per free hold: (folios dead before their insertion, folios, the add hold that inserted
     // the first of them, all from that one add hold)
-    let mut stats: HashMap<usize, (u32, u32, usize, bool)> = HashMap::new();
+    let mut stats: IntMap<usize, (u32, u32, usize, bool)> = IntMap::default();
     for f in faults {
         let Some(fi) = f.freed_in else { continue };
         let dead_first = f.death.is_some_and(|(b, _)| b < holds[f.hold].first_ts);
@@ -516,7 +516,7 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
         s.3 &= s.2 == f.hold;
     }
     // previous hold on the same CPU
-    let mut prev: HashMap<u32, usize> = HashMap::new();
+    let mut prev: IntMap<u32, usize> = IntMap::default();
     let prev_of: Vec<Option<usize>> = holds
         .iter()
         .enumerate()
@@ -537,7 +537,7 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
 /// Median delay from a discarding call's enter to the first free-side (unmap) hold that frees
 /// one of its task's folios, over calls that freed any on an LRU.
 fn zap_delay(holds: &[Hold], faults: &[Fault]) -> i64 {
-    let mut first: HashMap<(i32, i64), i64> = HashMap::new();
+    let mut first: IntMap<(i32, i64), i64> = IntMap::default();
     for f in faults {
         let (Some(fi), Some((b, _))) = (f.freed_in, f.death) else {
             continue;
@@ -562,7 +562,7 @@ fn zap_delay(holds: &[Hold], faults: &[Fault]) -> i64 {
 fn hold_for(
     holds: &mut Vec<Hold>,
     cur: &mut Open,
-    pending: &mut HashMap<u32, Pending>,
+    pending: &mut IntMap<u32, Pending>,
     e: &MmEvent,
     side: Side,
     site: u32,
@@ -605,7 +605,7 @@ fn hold_for(
     cur.idx
 }
 
-fn take_pending(pending: &mut HashMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via, i32)> {
+fn take_pending(pending: &mut IntMap<u32, Pending>, cpu: u32) -> Option<(i64, i64, Via, i32)> {
     pending.get_mut(&cpu).and_then(Option::take)
 }
 
@@ -642,7 +642,7 @@ fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
             });
     }
     let mut votes = vec![0u64; t.locks.len()];
-    let mut last_end: HashMap<u32, u32> = HashMap::new();
+    let mut last_end: IntMap<u32, u32> = IntMap::default();
     for e in &t.events {
         match e.kind {
             Kind::End { lock } => {

@@ -201,11 +201,11 @@ struct ReadState {
     /// Drain site name → interned id.
     sites: HashMap<String, u32>,
     /// Tasks inside a discarding madvise/munmap (pairs an exit with its enter).
-    discard_open: std::collections::HashSet<i32>,
+    discard_open: super::IntSet<i32>,
     /// Tasks inside madvise(MADV_FREE).
-    lazyfree_open: std::collections::HashSet<i32>,
+    lazyfree_open: super::IntSet<i32>,
     /// Lock address (typed perf.data fields) → interned id, so its text is built once.
-    lock_addrs: HashMap<u64, u32>,
+    lock_addrs: super::IntMap<u64, u32>,
 }
 
 /// The integer fields each replayed tracepoint needs, asked of readers that decode them from
