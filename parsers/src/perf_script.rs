@@ -768,6 +768,48 @@ fn split_event(ev: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// Read `text` with [`Reader`] and with [`PieceReader`] and check that they agree: the same
+/// events, the same error (where one stops) and the same diagnostics. `each` sees every event.
+/// The unit tests and the `perf_script` fuzz target run this; `Err` says where the two part.
+#[doc(hidden)]
+pub fn readers_agree(
+    text: &[u8],
+    opts: &Options,
+    mut each: impl FnMut(&Event),
+) -> Result<usize, String> {
+    let mut r = Reader::new(text, opts);
+    let mut p = PieceReader::new(text, opts);
+    let mut n = 0;
+    loop {
+        let a = r.next_event();
+        let b = p.next_sample().map(|o| {
+            o.map(|s| {
+                let e = s.view().to_event();
+                p.recycle(s);
+                e
+            })
+        });
+        match (a, b) {
+            (Ok(None), Ok(None)) => break,
+            (Ok(Some(x)), Ok(Some(y))) if x == y => each(&x),
+            (Err(x), Err(y)) if x.to_string() == y.to_string() => {}
+            (x, y) => return Err(format!("event {}: reader {x:?}, piece reader {y:?}", n + 1)),
+        }
+        n += 1;
+        if n > text.len() + 1 {
+            return Err("the piece reader loops".into());
+        }
+    }
+    if r.diagnostics() != p.diagnostics() {
+        return Err(format!(
+            "diagnostics: reader {:?}, piece reader {:?}",
+            r.diagnostics(),
+            p.diagnostics()
+        ));
+    }
+    Ok(n)
+}
+
 /// Parse a call-chain frame (FORMATS.md §2.2); the bool tells whether it ended in `(dso)`.
 /// Real lines:
 ///
@@ -2202,29 +2244,7 @@ mod tests {
 
     /// PieceReader and Reader over the same bytes: the same events, errors and diagnostics.
     fn same_as_reader(buf: &[u8], opts: &Options) -> usize {
-        let mut r = Reader::new(buf, opts);
-        let mut p = PieceReader::new(buf, opts);
-        let mut n = 0;
-        loop {
-            let a = r.next_event();
-            let b = p.next_sample().map(|o| {
-                o.map(|s| {
-                    let e = s.view().to_event();
-                    p.recycle(s);
-                    e
-                })
-            });
-            match (a, b) {
-                (Ok(None), Ok(None)) => break,
-                (Ok(x), Ok(y)) => assert_eq!(x, y),
-                (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
-                (x, y) => panic!("reader {x:?}, piece reader {y:?}"),
-            }
-            n += 1;
-            assert!(n <= buf.len() + 1, "piece reader loops");
-        }
-        assert_eq!(r.diagnostics(), p.diagnostics());
-        n
+        readers_agree(buf, opts, |_| {}).unwrap_or_else(|why| panic!("{why}"))
     }
 
     #[test]
