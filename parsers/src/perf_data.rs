@@ -690,6 +690,19 @@ fn count_unknown(unknown: &mut Vec<(u32, u64, u64)>, ty: u32, pos: u64) {
     }
 }
 
+/// Where feature `bit`'s (offset, size) entry is in a file-mode perf.data: the feature index
+/// follows the data section (data offset + data size), one 16-byte entry per bit set in the
+/// header's feature bitmap (bytes 72..104), in bit order. `None` when the bit is not set.
+fn feature_entry(buf: &[u8], bit: usize) -> Option<u64> {
+    let set = |i: usize| buf.get(72 + i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1);
+    if bit >= 256 || !set(bit) {
+        return None;
+    }
+    let (data_off, data_size) = sect(buf, 40);
+    let k = (0..bit).filter(|&i| set(i)).count() as u64;
+    data_off.checked_add(data_size)?.checked_add(16 * k)
+}
+
 fn sect(b: &[u8], i: usize) -> (u64, u64) {
     (u64_at(b, i).unwrap_or(0), u64_at(b, i + 8).unwrap_or(0))
 }
@@ -865,14 +878,8 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
         buf.truncate(pos as usize);
         attr_of_id = attr_ids(buf);
     }
-    let bits = u64_at(buf, 72).unwrap_or(0);
-    let tracing_offset = if bits & (1 << HEADER_TRACING_DATA_BIT) != 0 {
-        // the feature index after the data lists one section per set bit, in bit order
-        let index = data_off + u64_at(buf, 48).unwrap_or(0);
-        sect(buf, (index + 16 * (bits & 1)) as usize).0
-    } else {
-        0
-    };
+    let tracing_offset =
+        feature_entry(buf, HEADER_TRACING_DATA_BIT as usize).map_or(0, |e| sect(buf, e as usize).0);
     Ok(Checked {
         tracing_offset,
         attr_of_id,

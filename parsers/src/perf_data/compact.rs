@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use super::{attr_ids, sect, tracing, u16_at, u32_at, u64_at};
+use super::{attr_ids, feature_entry, sect, tracing, u16_at, u32_at, u64_at};
 
 /// `perf_event_attr.sample_type` bits (include/uapi/linux/perf_event.h).
 const IP: u64 = 1 << 0;
@@ -57,12 +57,8 @@ pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
     let (data_off, data_size) = sect(buf, 40);
     let index = data_off.checked_add(data_size)?;
     let bits: [u64; 4] = std::array::from_fn(|i| u64_at(buf, 72 + 8 * i).unwrap_or(0));
-    // the tracing data, for the tracepoints' names (feature bit 1: the second index entry
-    // when bit 0 is set)
-    if bits[0] & 2 == 0 {
-        return None;
-    }
-    let (to, ts) = sect(buf, (index + 16 * (bits[0] & 1)) as usize);
+    // the tracing data (feature bit 1), for the tracepoints' names
+    let (to, ts) = sect(buf, feature_entry(buf, 1)? as usize);
     let section = buf.get(to as usize..to.checked_add(ts)? as usize)?;
     let formats = tracing::parse(section).ok()?.formats;
 

@@ -347,21 +347,18 @@ fn header_context_and_lost_counts_are_what_perf_says_of_the_file() {
     assert!(!d.notes.iter().any(|n| n.contains("lost")), "{:?}", d.notes);
 }
 
-/// Bytes `offset..offset + size` of feature `bit`'s section, from the file's feature index
-/// (right after the data section: one 16-byte entry per set bit, in bit order).
+/// Bytes `offset..offset + size` of feature `bit`'s section.
 fn feature_section(b: &[u8], bit: usize) -> (usize, usize) {
-    let bits = |i: usize| b[72 + i / 8] >> (i % 8) & 1 == 1;
-    assert!(bits(bit), "feature {bit} present");
-    let index = (u64_at(b, 40).unwrap() + u64_at(b, 48).unwrap()) as usize;
-    let k = (0..bit).filter(|&i| bits(i)).count();
-    let (o, s) = sect(b, index + 16 * k);
+    let entry = feature_entry(b, bit).expect("the feature is present");
+    let (o, s) = sect(b, entry as usize);
     (o as usize, s as usize)
 }
 
 #[test]
 fn a_damaged_cmdline_count_leaves_the_cmdline_out_instead_of_sizing_an_allocation() {
-    // a fuzzed file: the CMDLINE feature's string count set to 4 G (the record reader's own
-    // cmdline() reserved 64 GB for it before reading a string, and the process aborted)
+    // what a fuzzed file did (parsers/tests/fuzz_regressions.rs), on a real capture: the
+    // CMDLINE feature's string count set to 4 G, which the record reader's own cmdline()
+    // would reserve room for before reading a string
     const HEADER_CMDLINE: usize = 11;
     let good = replay_bytes();
     let (o, size) = feature_section(&good, HEADER_CMDLINE);
