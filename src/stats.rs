@@ -7,6 +7,11 @@ pub fn median(v: &[f64]) -> Option<f64> {
     quantile(v, 0.5)
 }
 
+/// Arithmetic mean; `None` for no data.
+pub fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
 /// Linear-interpolated quantile (`q` in 0..1, clamped); `None` for no data.
 pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
     if v.is_empty() {

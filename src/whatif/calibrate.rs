@@ -25,7 +25,11 @@
 //!   was traced (its `contention_end`). A waiter that begins soon after such a grant and is
 //!   held up by the release ends at grant + hold + `gap`: the hold is the median of
 //!   `contention_end − holder's grant` over the waiters that came early enough for the release,
-//!   not their own path, to set their wait (begin + `wait_min` before the first guess of it).
+//!   not their own path, to set their wait (begin + the median own path before the first
+//!   guess of it).
+//! * `wait_min`: the waiter's own `contention_begin` → `contention_end` path, the floor of a
+//!   traced wait: the mean wait of waiters after the holder's last insertion that the release
+//!   did not hold up (the mean, so that the replay's floor-bound waits sum right).
 
 use super::IntMap;
 
@@ -456,16 +460,28 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // holder's release + gap and its own begin + wait_min. Measured here the wait of such
     // waiters hardly depends on how late in the window they came (~1.1 µs on the 2-CPU
     // paravirt guest, flat from 200 ns to 1.4 µs after the insertion), so it is the waiter's
-    // own path that sets it: wait_min = their median wait. The gap is then taken from the
-    // waiters the release held up: those whose begin + wait_min falls before the window's edge.
-    let wait_min =
-        median(&s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
-    let held_up: Vec<f64> = s
+    // own path that sets it. Which waiters the release held up is told with the median wait
+    // (robust to the long tail): those whose begin + median falls before the window's edge;
+    // the gap comes from them. The others' waits are the floor's own spread, and the floor is
+    // their *mean*: the path is right-skewed (a few waits of 5-100 µs, the holder's vCPU
+    // descheduled or the waiter halted and kicked), so a median floor made every floor-bound
+    // wait in the replay ~5-8% short and the total wait with it (MODELS.md §5a).
+    let split = median(&s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
+    let (held, own): (Vec<_>, Vec<_>) = s
         .wait_after_insert
         .iter()
-        .filter(|(x, _)| x + wait_min < post)
-        .map(|(x, w)| x + w - post)
+        .partition(|(x, _)| x + split < post);
+    let held_up: Vec<f64> = held.iter().map(|(x, w)| x + w - post).collect();
+    let body: Vec<f64> = own
+        .iter()
+        .map(|p| p.1)
+        .filter(|&w| w <= STALL_FACTOR * split)
         .collect();
+    let wait_min = if own.len() * 2 >= s.wait_after_insert.len() {
+        mean(&body).unwrap_or(split)
+    } else {
+        split
+    };
     // With (almost) none held up, the floor sets every such grant and the gap cannot be seen:
     // taking it from all waiters instead would count their own path twice.
     let gap = if held_up.len() >= MIN_HELD_UP {
@@ -492,13 +508,13 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     };
     // Waiters that began early in a traced hold are held up by its release (end − grant flat
     // at hold + gap); later ones by their own path (end − begin flat at wait_min). The first
-    // guess is the median over all; the held-up ones are those whose begin + wait_min comes
-    // before it.
+    // guess is the median over all; the held-up ones are those whose begin + the median own
+    // path (`split`, as on the add side) comes before it.
     let guess = median(&s.after_lazy_grant.iter().map(|p| p.1).collect::<Vec<_>>());
     let lazy_held: Vec<f64> = guess.map_or_else(Vec::new, |h0| {
         s.after_lazy_grant
             .iter()
-            .filter(|(d, _)| d + wait_min < h0)
+            .filter(|(d, _)| d + split < h0)
             .map(|p| p.1)
             .collect()
     });
@@ -554,7 +570,13 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     }
 }
 
-pub use crate::stats::{median, quantile};
+pub use crate::stats::{mean, median, quantile};
+
+/// A traced wait longer than this many times the median own path is a stall (the holder's
+/// vCPU descheduled, the halted waiter kicked late), not the path: left out of the floor's
+/// mean. The path's own spread stays well inside it (its 99th percentile is ~1.5-2× the
+/// median on the 2-CPU guests), the stalls are 5-100 µs.
+const STALL_FACTOR: f64 = 4.0;
 
 /// Fewest held-up waiters the release → grant gap is taken from; with fewer it is 0.
 const MIN_HELD_UP: usize = 10;
@@ -630,8 +652,9 @@ mod tests {
         assert_eq!(ols(&[(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), Some((1.0, 2.0)));
     }
 
-    /// Waiters after the holder's insertion with a flat wait: the floor is their median wait;
-    /// the gap comes from those the release held up (begin + floor before the window's edge).
+    /// Waiters after the holder's insertion with a flat wait: the floor is the mean wait of
+    /// those the release did not hold up; the gap comes from those it did (begin + the median
+    /// wait before the window's edge).
     #[test]
     fn the_floor_is_the_flat_wait_and_the_gap_comes_from_held_up_waiters() {
         // window edge (q97.5 of 0..=200 step 10) = 195; waits flat at 100 from x = 60 on; the
@@ -652,5 +675,35 @@ mod tests {
         s.wait_after_insert.iter_mut().for_each(|p| p.1 = 300.0);
         let c = fit(&s, 0.975);
         assert_eq!((c.wait_min_ns, c.gap_ns), (300.0, 0.0));
+        // the path's own spread (one waiter of 21 took 900): the floor is the mean, so that
+        // 21 floor-bound waits of the replay sum to the 21 measured ones
+        s.wait_after_insert[20].1 = 900.0;
+        let c = fit(&s, 0.975);
+        assert_eq!(c.gap_ns, 0.0);
+        assert!((c.wait_min_ns - (300.0 + 600.0 / 21.0)).abs() < 1e-9);
+        // a stall (over STALL_FACTOR × the median path) is not the path: left out of the mean
+        s.wait_after_insert[19].1 = 3300.0;
+        let c = fit(&s, 0.975);
+        assert!((c.wait_min_ns - (300.0 * 19.0 + 900.0) / 20.0).abs() < 1e-9);
+    }
+
+    /// When the release held up most waiters after the insertion, too few are left to say
+    /// what the path alone takes (and those few came late in long holds): the floor stays the
+    /// median of all.
+    #[test]
+    fn a_floor_from_a_minority_of_waiters_falls_back_to_the_median() {
+        // arrivals spread over 0..=2000 (window edge 1950), waits 300 but for the 4 latest
+        // (900): only x + 300 >= 1950, those 4 of 21, count as not held up
+        let mut s = Samples::default();
+        for i in 0..=20 {
+            let x = f64::from(i) * 100.0;
+            let w = if x >= 1700.0 { 900.0 } else { 300.0 };
+            s.begin_after_insert.push(x);
+            s.end_after_insert.push(x + w);
+            s.wait_after_insert.push((x, w));
+        }
+        let c = fit(&s, 0.975);
+        assert_eq!(c.post_ns, 1950.0);
+        assert_eq!(c.wait_min_ns, 300.0);
     }
 }
