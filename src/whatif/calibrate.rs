@@ -89,6 +89,21 @@ pub struct Calibration {
     /// waiter's `contention_begin`.
     #[serde(default)]
     pub wait_min_ns: f64,
+    /// Share of traced waits that stall: of the waiters after a holder's last insertion, those
+    /// whose wait passed both its expected end (the release + gap, or the floor) and
+    /// `STALL_FACTOR` × the median own path (MODELS.md §5a). 0 where the release held up most
+    /// of those waiters.
+    #[serde(default)]
+    pub stall_share: f64,
+    /// Mean excess of those stalls over the expected wait.
+    #[serde(default)]
+    pub stall_mean_ns: f64,
+    /// The stalls counted in `stall_share`.
+    #[serde(default)]
+    pub n_stalls: usize,
+    /// Each stall's excess, ns, ascending: a stalled replayed wait draws one.
+    #[serde(skip)]
+    pub stalls_ns: Vec<i64>,
     /// Waiter's `contention_end` → its first insertion.
     pub d_pre_ns: f64,
     /// Lazyfree hold of `lazy_folios_mean` folios, grant → release.
@@ -477,7 +492,8 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         .map(|p| p.1)
         .filter(|&w| w <= STALL_FACTOR * split)
         .collect();
-    let wait_min = if own.len() * 2 >= s.wait_after_insert.len() {
+    let own_path_seen = own.len() * 2 >= s.wait_after_insert.len();
+    let wait_min = if own_path_seen {
         mean(&body).unwrap_or(split)
     } else {
         split
@@ -491,6 +507,26 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     } else {
         0.0
     };
+    // The stalls left out of the floor still happened: a waiter after the insertion expected
+    // the release + gap (held up) or its floor, and a few waited far longer. Their share and
+    // excess are replayed as such (des.rs), so the total wait keeps them.
+    let mut stalls_ns: Vec<i64> = if own_path_seen {
+        s.wait_after_insert
+            .iter()
+            .filter(|&&(_, w)| w > STALL_FACTOR * split)
+            .map(|&(x, w)| w - (post + gap - x).max(wait_min))
+            .filter(|&e| e > 0.0)
+            .map(|e| e.round() as i64)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // A handful of stalls measure neither their share nor their length (one 50 µs stall among
+    // 47 waiters is a 2% share at 46 µs): too few to replay, left out.
+    if stalls_ns.len() < MIN_STALLS {
+        stalls_ns.clear();
+    }
+    stalls_ns.sort_unstable();
     let (c0, c1) = ols(&s.pre_free).unwrap_or_else(|| {
         let m = median(&s.pre_free.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(d_pre);
         (m, 0.0)
@@ -551,6 +587,18 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         pre_fast_ns: pre_fast,
         gap_ns: gap,
         wait_min_ns: wait_min,
+        stall_share: if s.wait_after_insert.is_empty() {
+            0.0
+        } else {
+            stalls_ns.len() as f64 / s.wait_after_insert.len() as f64
+        },
+        stall_mean_ns: if stalls_ns.is_empty() {
+            0.0
+        } else {
+            stalls_ns.iter().sum::<i64>() as f64 / stalls_ns.len() as f64
+        },
+        n_stalls: stalls_ns.len(),
+        stalls_ns,
         d_pre_ns: d_pre,
         lazy_hold_ns: lazy_hold,
         lazy_folios_mean,
@@ -577,6 +625,10 @@ pub use crate::stats::{mean, median, quantile};
 /// mean. The path's own spread stays well inside it (its 99th percentile is ~1.5-2× the
 /// median on the 2-CPU guests), the stalls are 5-100 µs.
 const STALL_FACTOR: f64 = 4.0;
+
+/// Fewest stalls that are replayed (as [`MIN_HELD_UP`]: a median or a share from fewer is one
+/// waiter's luck); with fewer, none are.
+const MIN_STALLS: usize = 10;
 
 /// Fewest held-up waiters the release → grant gap is taken from; with fewer it is 0.
 const MIN_HELD_UP: usize = 10;
@@ -685,6 +737,27 @@ mod tests {
         s.wait_after_insert[19].1 = 3300.0;
         let c = fit(&s, 0.975);
         assert!((c.wait_min_ns - (300.0 * 19.0 + 900.0) / 20.0).abs() < 1e-9);
+        // ... but it is a stall: 1 of the 21 waiters, by 3300 − that floor (its begin, 190
+        // after the insertion, came after the window's edge of 195 less the gap's 0: the
+        // floor, not the release, was its expected end)
+        // too few to replay: none are
+        assert_eq!(c.n_stalls, 0);
+        assert_eq!(c.stall_share, 0.0);
+        // ten such stalls among 30 more late waiters are replayed, each by its excess over
+        // that floor
+        for i in 0..40 {
+            let x = 200.0 + f64::from(i);
+            s.begin_after_insert.push(x);
+            s.end_after_insert.push(x + 300.0);
+            s.wait_after_insert
+                .push((x, if i < 10 { 3300.0 + f64::from(i) } else { 300.0 }));
+        }
+        let c = fit(&s, 0.975);
+        let floor = c.wait_min_ns;
+        assert_eq!(c.n_stalls, 11);
+        assert_eq!(c.stalls_ns.len(), 11);
+        assert_eq!(c.stalls_ns[0], (3300.0 - floor).round() as i64);
+        assert!((c.stall_share - 11.0 / 61.0).abs() < 1e-12);
     }
 
     /// When the release held up most waiters after the insertion, too few are left to say
@@ -705,5 +778,8 @@ mod tests {
         let c = fit(&s, 0.975);
         assert_eq!(c.post_ns, 1950.0);
         assert_eq!(c.wait_min_ns, 300.0);
+        // nor are stalls told from the path there
+        s.wait_after_insert[0].1 = 9000.0;
+        assert_eq!(fit(&s, 0.975).n_stalls, 0);
     }
 }

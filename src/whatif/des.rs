@@ -118,6 +118,50 @@ pub fn replay_grants(
     (d, grants)
 }
 
+/// The stalls of traced waits (MODELS.md §5a): a traced wait stalls with the calibrated share
+/// and then lasts one of the measured excesses longer. Which ones stall is a fixed function of
+/// the request (its CPU stream and place in it), not a generator advanced as the replay goes,
+/// so a policy that leaves a request in place leaves its draw alone and a rerun is identical.
+struct Stalls<'a> {
+    /// Share of traced waits that stall, as a threshold on 53 random bits.
+    below: u64,
+    excess: &'a [i64],
+}
+
+impl<'a> Stalls<'a> {
+    fn new(cal: &'a Calibration) -> Self {
+        let share = if cal.stalls_ns.is_empty() {
+            0.0
+        } else {
+            cal.stall_share.clamp(0.0, 1.0)
+        };
+        Stalls {
+            below: (share * (1u64 << 53) as f64) as u64,
+            excess: &cal.stalls_ns,
+        }
+    }
+
+    /// Extra wait of the `i`-th request of CPU stream `cpu` when it waits traced.
+    fn of(&self, cpu: usize, i: usize) -> i64 {
+        if self.below == 0 {
+            return 0;
+        }
+        let h = mix((cpu as u64) << 40 ^ i as u64);
+        if h >> 11 >= self.below {
+            return 0;
+        }
+        self.excess[(mix(h) % self.excess.len() as u64) as usize]
+    }
+}
+
+/// splitmix64's finaliser: a well-spread 64-bit hash of `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// [`replay`], keeping the per-path breakdown.
 pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Detailed {
     replay_with(streams, cal, obs, |_| {})
@@ -150,6 +194,7 @@ fn replay_with(
     let holds = HoldTable::new(cal);
     let gap = cal.gap_stamp_ns();
     let wait_min = cal.wait_min_stamp_ns();
+    let stall = Stalls::new(cal);
     let mut m = Metrics::default();
     let mut free_at = i64::MIN; // release of the last granted request
                                 // grants of requests not yet granted at the current arrival (bare-metal rule)
@@ -182,7 +227,7 @@ fn replay_with(
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
             (
-                (free_at + gap).max(t + wait_min),
+                (free_at + gap).max(t + wait_min) + stall.of(c, next[c] - 1),
                 holds.after_grant(cal, r.side, r.folios),
             )
         } else if busy {
@@ -259,6 +304,47 @@ mod tests {
             folios: 1,
             via: Via::Drain,
         }
+    }
+
+    /// A stalled traced wait lasts the drawn excess longer, and everything behind it moves.
+    #[test]
+    fn a_stalled_wait_lasts_its_excess_longer() {
+        let mut c = cal();
+        let s = vec![vec![req(0), req(200)], vec![req(50)]];
+        // every traced wait stalls by 500: CPU1 granted at 120 + 500 (wait 570), holds to
+        // 770; CPU0's next request, virtual 200 + 100 = 300, finds it held: traced too, granted
+        // at 770 + 20 + 500 (wait 990)
+        c.stall_share = 1.0;
+        c.stalls_ns = vec![500];
+        let m = replay(&s, &c, Observation::Paravirt);
+        assert_eq!((m.contended, m.total_wait_ns), (2, Ns(570 + 990)));
+        // the share alone does nothing without measured excesses, and none stall at share 0
+        c.stalls_ns.clear();
+        assert_eq!(replay(&s, &c, Observation::Paravirt).total_wait_ns, Ns(70));
+        c.stalls_ns = vec![500];
+        c.stall_share = 0.0;
+        assert_eq!(replay(&s, &c, Observation::Paravirt).total_wait_ns, Ns(70));
+    }
+
+    /// Which requests stall is a function of the request, and about the share asked for.
+    #[test]
+    fn stall_draws_are_fixed_per_request_and_keep_their_share() {
+        let mut c = cal();
+        c.stall_share = 0.01;
+        c.stalls_ns = vec![1, 2, 3];
+        let st = Stalls::new(&c);
+        let hits = (0..2).flat_map(|cpu| (0..100_000).map(move |i| (cpu, i)));
+        let n = hits.clone().filter(|&(cpu, i)| st.of(cpu, i) > 0).count();
+        assert!((1800..=2200).contains(&n), "{n} of 200000 at 1%");
+        assert!(hits.clone().all(|(cpu, i)| st.of(cpu, i) == st.of(cpu, i)));
+        // all three excesses are drawn
+        let mut seen: Vec<i64> = hits
+            .map(|(cpu, i)| st.of(cpu, i))
+            .filter(|&e| e > 0)
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, vec![1, 2, 3]);
     }
 
     #[test]

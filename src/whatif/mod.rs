@@ -466,6 +466,10 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
     variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
     variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
+    if cal.n_stalls > 0 {
+        // the stalls are host noise as much as the workload's: the answer without them
+        variants_cal.push(scaled("stalls left out", &|c| c.stall_share = 0.0));
+    }
     if !rec.lazyfree_calls.is_empty() {
         // the least-measured hold: fast-path lazyfree holds leave no event at all
         variants_cal.push(scaled("lazyfree hold x0.5", &|c| {

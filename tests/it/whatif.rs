@@ -705,3 +705,89 @@ fn summary_folio_size_needs_the_tables_own_size() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A matrix capture (`fixtures/matrix/`, recorded by `experiments/matrix.sh`) in which waits
+/// that no hold explains carry over half the total wait: on 2 CPUs with 16K folios a hold lasts
+/// a few µs at most, and 329 of the lock's 7,732 waits lasted over 5 µs (up to 612 µs). The
+/// replay keeps the stalls at their measured share and reproduces the total wait; without them
+/// (the sensitivity row) it misses by about half.
+#[test]
+fn whatif_replays_the_stalls_a_capture_measured() {
+    let dir = fixture("matrix/lrufault-16K-t2-s64-l10-dontneed-record-r1");
+    let data = dir.join("perf.data.zst");
+    let out = lockcast(&[
+        "parse",
+        &data.to_string_lossy(),
+        "--table",
+        "contention",
+        "-o",
+        "-",
+        "--to",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut rows = text.lines();
+    let head: Vec<&str> = rows.next().expect("header").split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).expect(name);
+    let (lock_i, wait_i) = (col("lock"), col("wait_ns"));
+    let waits: Vec<(String, i64)> = rows
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[lock_i].to_string(), f[wait_i].parse().expect("wait_ns"))
+        })
+        .collect();
+    // perf's own `perf lock contention` of this perf.data (contention.txt): 8223 waits,
+    // 25.00 ms on all locks, the longest 612.37 us
+    let perf = std::fs::read_to_string(dir.join("contention.txt")).expect("contention.txt");
+    assert!(perf.contains("8223     25.00 ms    612.37 us"), "{perf}");
+    assert_eq!(waits.len(), 8223);
+    let all: i64 = waits.iter().map(|w| w.1).sum();
+    assert_eq!((all + 5_000) / 10_000, 2500, "{all}");
+    let lru: Vec<i64> = waits
+        .iter()
+        .filter(|w| w.0 == "0xffff8881a2f62a98")
+        .map(|w| w.1)
+        .collect();
+    let total: i64 = lru.iter().sum();
+    let long: Vec<i64> = lru.iter().copied().filter(|&w| w > 5_000).collect();
+    assert_eq!((lru.len(), total), (7732, 22_716_779));
+    assert_eq!(long.len(), 329);
+    assert!(long.iter().sum::<i64>() * 2 > total);
+
+    let v = json_of(&[
+        "whatif",
+        "baseline",
+        &dir.to_string_lossy(),
+        "--json",
+        "--bootstrap",
+        "0",
+    ]);
+    assert_eq!(v["rows"][0]["lock"], "0xffff8881a2f62a98");
+    assert_eq!(v["rows"][0]["measured"]["contended"], 7732);
+    assert_eq!(v["rows"][0]["measured"]["total_wait_ns"], total);
+    let cal = &v["calibration"];
+    let n = cal["n_stalls"].as_u64().expect("n_stalls");
+    assert!((10..=long.len() as u64).contains(&n), "{cal}");
+    assert!(
+        cal["stall_mean_ns"].as_f64().is_some_and(|m| m > 5_000.0),
+        "{cal}"
+    );
+    let err = |m: &serde_json::Value| {
+        (m["total_wait_ns"].as_f64().unwrap_or(f64::NAN) - total as f64) / total as f64
+    };
+    let replayed = &v["rows"][0]["replayed"];
+    assert!(err(replayed).abs() < 0.15, "{replayed}");
+    let without = v["sensitivity"]
+        .as_array()
+        .and_then(|s| s.iter().find(|r| r["choice"] == "stalls left out"))
+        .expect("a sensitivity row without the stalls");
+    assert!(err(&without["replayed"]) < -0.4, "{without}");
+    // the contended count hardly depends on them
+    let c = |m: &serde_json::Value| m["contended"].as_f64().unwrap_or(f64::NAN);
+    assert!((c(replayed) - 7732.0).abs() / 7732.0 < 0.05, "{replayed}");
+}
