@@ -212,14 +212,6 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
         c.pre_fast_ns, c.s1_add_ns, c.post_ns, c.post_quantile * 100.0, c.gap_ns, c.wait_min_ns, c.d_pre_ns, c.c0_ns, c.c1_ns, c.u_ns,
         c.n_spacing, c.n_d_pre, c.n_pre_free, c.n_add_window, c.n_free_window
     );
-    if c.n_stalls > 0 {
-        s += &format!(
-            "  stalls: {} waits after a holder's insertion ({:.1}% of them) lasted {} longer on average than the release or their own path explains; replayed at that share\n",
-            c.n_stalls,
-            c.stall_share * 100.0,
-            perf_time(c.stall_mean_ns.max(0.0).round() as u64)
-        );
-    }
     if o.identities.lazyfree_calls > 0 {
         s += &format!(
             "  lazyfree (MADV_FREE) hold of {:.1} folios: {:.0} after a traced grant, {:.0} on the fast path \

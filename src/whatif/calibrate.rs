@@ -478,7 +478,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // own path that sets it. Which waiters the release held up is told with the median wait
     // (robust to the long tail): those whose begin + median falls before the window's edge;
     // the gap comes from them. The others' waits are the floor's own spread, and the floor is
-    // their *mean*: the path is right-skewed (a few waits of 5-100 µs, the holder's vCPU
+    // their *mean*: the path is right-skewed (a few waits of 3-600 µs, the holder's vCPU
     // descheduled or the waiter halted and kicked), so a median floor made every floor-bound
     // wait in the replay ~5-8% short and the total wait with it (MODELS.md §5a).
     let split = median(&s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
@@ -623,7 +623,7 @@ pub use crate::stats::{mean, median, quantile};
 /// A traced wait longer than this many times the median own path is a stall (the holder's
 /// vCPU descheduled, the halted waiter kicked late), not the path: left out of the floor's
 /// mean. The path's own spread stays well inside it (its 99th percentile is ~1.5-2× the
-/// median on the 2-CPU guests), the stalls are 5-100 µs.
+/// median on the 2-CPU guests), the stalls are 3-600 µs.
 const STALL_FACTOR: f64 = 4.0;
 
 /// Fewest stalls that are replayed (as [`MIN_HELD_UP`]: a median or a share from fewer is one
