@@ -43,6 +43,15 @@ pub fn upper_median(v: &[i64]) -> i64 {
     s[s.len() / 2]
 }
 
+/// splitmix64's finaliser: a well-spread 64-bit hash of `x`, for draws that must be a fixed
+/// function of what is drawn for (a replayed request) rather than of a generator's position.
+pub fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// A tiny seeded generator (xorshift64*) so bootstrap intervals are reproducible run to run
 /// without a dependency.
 #[derive(Debug, Clone)]

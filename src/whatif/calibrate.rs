@@ -704,6 +704,13 @@ mod tests {
         assert_eq!(ols(&[(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), Some((1.0, 2.0)));
     }
 
+    /// One waiter that began `x` after the holder's last insertion and waited `w`.
+    fn waiter(s: &mut Samples, x: f64, w: f64) {
+        s.begin_after_insert.push(x);
+        s.end_after_insert.push(x + w);
+        s.wait_after_insert.push((x, w));
+    }
+
     /// Waiters after the holder's insertion with a flat wait: the floor is the mean wait of
     /// those the release did not hold up; the gap comes from those it did (begin + the median
     /// wait before the window's edge).
@@ -714,10 +721,7 @@ mod tests {
         let mut s = Samples::default();
         for i in 0..=20 {
             let x = f64::from(i) * 10.0;
-            let w = if x + 100.0 < 195.0 { 210.0 - x } else { 100.0 };
-            s.begin_after_insert.push(x);
-            s.end_after_insert.push(x + w);
-            s.wait_after_insert.push((x, w));
+            waiter(&mut s, x, if x + 100.0 < 195.0 { 210.0 - x } else { 100.0 });
         }
         let c = fit(&s, 0.975);
         assert_eq!(c.post_ns, 195.0);
@@ -737,20 +741,16 @@ mod tests {
         s.wait_after_insert[19].1 = 3300.0;
         let c = fit(&s, 0.975);
         assert!((c.wait_min_ns - (300.0 * 19.0 + 900.0) / 20.0).abs() < 1e-9);
-        // ... but it is a stall: 1 of the 21 waiters, by 3300 − that floor (its begin, 190
-        // after the insertion, came after the window's edge of 195 less the gap's 0: the
-        // floor, not the release, was its expected end)
-        // too few to replay: none are
+        // ... and it is a stall (its begin, 190 after the insertion, came after the window's
+        // edge of 195 less the gap's 0: the floor, not the release, was its expected end), but
+        // one is too few to replay: none are
         assert_eq!(c.n_stalls, 0);
         assert_eq!(c.stall_share, 0.0);
         // ten such stalls among 30 more late waiters are replayed, each by its excess over
         // that floor
         for i in 0..40 {
-            let x = 200.0 + f64::from(i);
-            s.begin_after_insert.push(x);
-            s.end_after_insert.push(x + 300.0);
-            s.wait_after_insert
-                .push((x, if i < 10 { 3300.0 + f64::from(i) } else { 300.0 }));
+            let w = if i < 10 { 3300.0 + f64::from(i) } else { 300.0 };
+            waiter(&mut s, 200.0 + f64::from(i), w);
         }
         let c = fit(&s, 0.975);
         let floor = c.wait_min_ns;
@@ -770,10 +770,7 @@ mod tests {
         let mut s = Samples::default();
         for i in 0..=20 {
             let x = f64::from(i) * 100.0;
-            let w = if x >= 1700.0 { 900.0 } else { 300.0 };
-            s.begin_after_insert.push(x);
-            s.end_after_insert.push(x + w);
-            s.wait_after_insert.push((x, w));
+            waiter(&mut s, x, if x >= 1700.0 { 900.0 } else { 300.0 });
         }
         let c = fit(&s, 0.975);
         assert_eq!(c.post_ns, 1950.0);

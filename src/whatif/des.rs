@@ -17,6 +17,7 @@ use super::calibrate::{Calibration, HoldTable};
 use super::policy::Request;
 use super::trace::{Observation, Via};
 use crate::duration::Ns;
+use crate::stats::mix64;
 
 /// What a replay counts (the same quantities `perf lock contention` prints, for one lock).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -146,20 +147,12 @@ impl<'a> Stalls<'a> {
         if self.below == 0 {
             return 0;
         }
-        let h = mix((cpu as u64) << 40 ^ i as u64);
+        let h = mix64((cpu as u64) << 40 ^ i as u64);
         if h >> 11 >= self.below {
             return 0;
         }
-        self.excess[(mix(h) % self.excess.len() as u64) as usize]
+        self.excess[(mix64(h) % self.excess.len() as u64) as usize]
     }
-}
-
-/// splitmix64's finaliser: a well-spread 64-bit hash of `x`.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// [`replay`], keeping the per-path breakdown.
