@@ -480,6 +480,7 @@ mod tests {
             skipped_lines: 0,
             seen: counts,
             with_callchain: 0,
+            discards: Vec::new(),
         }
     }
 

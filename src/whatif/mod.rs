@@ -11,6 +11,7 @@
 //! interval) and the policy's uncertain parameters (e.g. the RFC's drain rule) are swept; the
 //! interval covers both.
 
+pub mod alignment;
 pub mod ask;
 pub mod calibrate;
 pub mod checks;
@@ -298,6 +299,7 @@ pub fn context(t: &Trace) -> Context {
             .get("mthp_size")
             .and_then(|s| s.trim_end_matches(['K', 'k']).parse().ok()),
         sites: t.sites.clone(),
+        discards: t.discards.clone(),
     }
 }
 

@@ -178,6 +178,9 @@ pub struct Trace {
     pub seen: [u64; TRACKED.len()],
     /// Events of [`TRACKED`] that carry a call chain.
     pub with_callchain: u64,
+    /// `(start, len_in)` of every discarding `madvise` (MADV_DONTNEED and the like), in file
+    /// order: the ranges whose refaults [`super::alignment`] sizes.
+    pub discards: Vec<(u64, u64)>,
 }
 
 /// The tracepoints a replay reads, by full name (`system:event`); [`Trace::seen`] counts them.
@@ -217,7 +220,7 @@ const TYPED: [(&str, &[&str]); 6] = [
     ("mm_page_free", &["pfn", "order"]),
     ("contention_begin", &["lock_addr"]),
     ("contention_end", &["lock_addr"]),
-    ("sys_enter_madvise", &["behavior"]),
+    ("sys_enter_madvise", &["behavior", "start", "len_in"]),
 ];
 
 impl Trace {
@@ -295,6 +298,7 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
         skipped_lines: 0,
         seen: [0; TRACKED.len()],
         with_callchain: 0,
+        discards: Vec::new(),
     };
     let mut st = ReadState::default();
     rd.typed_fields(&TYPED);
@@ -444,13 +448,13 @@ fn add_event(
             }
         }
         "sys_enter_madvise" => {
-            // print fmt: `behavior: 0x%08lx` of `(unsigned long)(REC->behavior)`
-            let behavior = match typed {
-                Some(_) => field(0)? as u32,
+            // print fmt: `start: 0x%08lx, len_in: 0x%08lx, behavior: 0x%08lx`
+            let (behavior, start, len) = match typed {
+                Some(_) => (field(0)? as u32, field(1)? as u64, field(2)? as u64),
                 None => {
-                    payload::madvise(&e.payload)
-                        .map_err(|x| bad("sys_enter_madvise", x))?
-                        .behavior
+                    let p =
+                        payload::madvise(&e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
+                    (p.behavior, p.start, p.len)
                 }
             };
             if behavior == MADV_FREE {
@@ -458,6 +462,7 @@ fn add_event(
                 Kind::Lazyfree { enter: true }
             } else if DISCARDING_ADVICE.contains(&behavior) {
                 st.discard_open.insert(e.tid);
+                t.discards.push((start, len));
                 Kind::Discard { enter: true }
             } else {
                 t.other_events += 1;

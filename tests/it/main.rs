@@ -9,6 +9,7 @@ mod dataset;
 mod determinism;
 mod fbatch;
 mod flamegraph;
+mod folio_alignment;
 mod formats;
 mod golden;
 mod ingest;

@@ -6,7 +6,10 @@
 //!
 //! Transform, per CPU: the captured folios are cut back into pages, each page timed between
 //! its folio's fault and the next fault; pages are regrouped into folios of `folio_kb` and each
-//! new folio faults at its first page's time. Each zap's freed pages are regrouped the same way
+//! new folio faults at its first page's time. Only the pages the kernel can give that size
+//! get it: each run of faults from one zap to the next is cut as the capture's zapped ranges
+//! are against blocks of that size (`alignment::Cover`: a single-page head and tail, the
+//! aligned blocks between), so a region on no boundary of the size stays in single pages. Each zap's freed pages are regrouped the same way
 //! into `folios_put_refs()` batches of ≤31 folios spread over the zap's span. The fault path's
 //! cost per page differs by folio size and is not in the trace: the whole virtual clock is
 //! scaled by `time_scale`, by default the ratio of the untraced wall times of the workload at
@@ -16,6 +19,7 @@ use std::collections::BTreeMap;
 
 use super::{Batcher, Context, Policy, Request};
 use crate::error::{Error, Result};
+use crate::whatif::alignment::{self, Cover};
 use crate::whatif::intents::{Intent, Intents};
 use crate::whatif::params::{self, Set};
 use crate::whatif::reconstruct::free_holds_rule;
@@ -104,14 +108,15 @@ impl Policy for FolioSize {
         .into_iter()
         .collect()
     }
-    fn requests(&self, intents: &Intents, _: &Context) -> Result<Vec<Vec<Request>>> {
+    fn requests(&self, intents: &Intents, ctx: &Context) -> Result<Vec<Vec<Request>>> {
         let pages_per = self.folio_kb / 4;
         let order = pages_per.trailing_zeros() as u8;
+        let cover = alignment::cover(&ctx.discards, order);
         let mut out = Vec::with_capacity(intents.streams.len());
         for (ci, s) in intents.streams.iter().enumerate() {
             let v0 = intents.v0.get(ci).copied().unwrap_or(0);
             let scale = |v: i64| v0 + ((v - v0) as f64 * self.time_scale).round() as i64;
-            let regrouped = regroup(s, pages_per, order);
+            let regrouped = regroup(s, pages_per, order, &cover);
             let scaled: Vec<Intent> = regrouped
                 .into_iter()
                 .map(|i| match i {
@@ -150,8 +155,13 @@ impl Policy for FolioSize {
     }
 }
 
+/// A run of faults ends at an explicit drain and at a zap's frees.
+fn ends_run(i: &Intent) -> bool {
+    matches!(i, Intent::Drain { .. } | Intent::Free { via: Via::Zap, .. })
+}
+
 /// Cut folios into pages and regroup them (see module docs).
-fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
+fn regroup(s: &[Intent], pages_per: u64, order: u8, cover: &Cover) -> Vec<Intent> {
     let mut out = Vec::with_capacity(s.len());
     // typical gap between faults, to time the pages of a fault followed by a long pause
     let gaps: Vec<f64> = s
@@ -162,7 +172,10 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
         })
         .collect();
     let typical = crate::stats::median(&gaps).unwrap_or(0.0).max(0.0);
-    let mut acc = 0u64; // pages accumulated toward the next new folio
+    // (head, body, tail) pages of a run
+    let split = |pages: u64| cover.split(pages);
+    // the current run of faults: (pages so far, head pages, end of the body)
+    let mut run: Option<(u64, u64, u64)> = None;
     let mut lazy_acc = 0u64; // the same for folios marked lazyfree
     let mut i = 0;
     while i < s.len() {
@@ -179,21 +192,38 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                     }
                     _ => typical * p as f64,
                 };
+                let (k, head, body_end) = run.get_or_insert_with(|| {
+                    // the pages this run faults before its drain or zap, cut as the
+                    // discarded ranges are: small head, blocks of the target size, small tail
+                    // (the release of folios that died on the batch, after a drain, is no end:
+                    // the task goes on faulting its range)
+                    let pages: u64 = s[i..]
+                        .iter()
+                        .take_while(|x| !ends_run(x))
+                        .map(|x| match x {
+                            Intent::Fault { order, .. } => 1u64 << order,
+                            _ => 0,
+                        })
+                        .sum();
+                    let (head, body, _) = split(pages);
+                    (0, head, head + body)
+                });
                 for j in 0..p {
-                    if acc == 0 {
+                    let small = *k < *head || *k >= *body_end;
+                    if small || (*k - *head) % pages_per == 0 {
                         out.push(Intent::Fault {
                             v: v + (span * j as f64 / p as f64).round() as i64,
-                            order,
+                            order: if small { 0 } else { order },
                             delay: None,
                             death: None,
                         });
                     }
-                    acc = (acc + 1) % pages_per;
+                    *k += 1;
                 }
                 i += 1;
             }
             Intent::Drain { v, site } => {
-                acc = 0;
+                run = None;
                 out.push(Intent::Drain { v, site });
                 i += 1;
             }
@@ -216,7 +246,9 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                 i += 1;
             }
             Intent::Free { zap, .. } => {
-                acc = 0;
+                if ends_run(&s[i]) {
+                    run = None;
+                }
                 // the whole zap: every free batch with this zap number, up to the next fault
                 let mut j = i;
                 let (mut pages, mut vs) = (0u64, Vec::new());
@@ -236,8 +268,12 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                         _ => break,
                     }
                 }
-                let folios = pages.div_ceil(pages_per) as u32;
-                let holds = free_holds_rule(folios, pages_per > 1);
+                let (head, body, tail) = split(pages);
+                let blocks = body.div_ceil(pages_per);
+                let folios = (head + blocks + tail) as u32;
+                // a large folio takes two mmu_gather entries; a mixed zap counts as what most of it is
+                let large = pages_per > 1 && blocks > 0 && blocks >= head + tail;
+                let holds = free_holds_rule(folios, large);
                 let batches = holds.len().max(1);
                 let (first, last) = (vs[0], *vs.last().unwrap_or(&vs[0]));
                 for (b, n) in holds.into_iter().enumerate() {
@@ -251,7 +287,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
                     out.push(Intent::Free {
                         v,
                         folios: n,
-                        pages: u64::from(n) * pages_per,
+                        pages: (u64::from(n) * pages).div_ceil(u64::from(folios.max(1))),
                         zap,
                         hold: usize::MAX,
                         via: Via::Zap,
@@ -269,4 +305,86 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8) -> Vec<Intent> {
     }
     out.sort_by_key(|x| x.v());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(v: i64) -> Intent {
+        Intent::Fault {
+            v,
+            order: 0,
+            delay: None,
+            death: None,
+        }
+    }
+
+    fn free(v: i64, folios: u32, via: Via) -> Intent {
+        Intent::Free {
+            v,
+            folios,
+            pages: u64::from(folios),
+            zap: 0,
+            hold: 0,
+            via,
+        }
+    }
+
+    /// One pass of foliochurn over its unaligned 128 KiB range at 64K: 32 small faults, a
+    /// release of folios that died on the batch in the middle (no end of the run), then the
+    /// zap. The range's cover cuts the pass into 10 small pages, one 64K block and 6 small
+    /// pages (what the 64K capture shows, 17 folios per pass), and the zap frees 17 folios in
+    /// the mmu_gather rule's batches of 8 and 9.
+    #[test]
+    fn a_pass_over_an_unaligned_range_is_cut_as_the_range_is() {
+        let mut s: Vec<Intent> = (0..32).map(|p| fault(p * 100)).collect();
+        s.insert(12, free(1150, 2, Via::Release));
+        s.push(free(3300, 31, Via::Zap));
+        s.push(free(3400, 1, Via::Zap));
+        let cover = Cover {
+            head: 10,
+            body: 16,
+            tail: 6,
+        };
+        let out = regroup(&s, 16, 4, &cover);
+        let orders: Vec<u8> = out
+            .iter()
+            .filter_map(|i| match i {
+                Intent::Fault { order, .. } => Some(*order),
+                _ => None,
+            })
+            .collect();
+        let mut want = vec![0u8; 10];
+        want.push(4);
+        want.extend([0u8; 6]);
+        assert_eq!(orders, want);
+        // the 64K folio faults at its first page's time
+        assert!(out.contains(&Intent::Fault {
+            v: 1000,
+            order: 4,
+            delay: None,
+            death: None
+        }));
+        let zap: Vec<u32> = out
+            .iter()
+            .filter_map(|i| match i {
+                Intent::Free {
+                    folios,
+                    via: Via::Zap,
+                    v,
+                    ..
+                } if *v >= 3300 => Some(*folios),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(zap, vec![8, 9]);
+        // with no range seen, every page goes into 64K folios as before
+        let out = regroup(&s, 16, 4, &Cover::default());
+        let n = out
+            .iter()
+            .filter(|i| matches!(i, Intent::Fault { order: 4, .. }))
+            .count();
+        assert_eq!(n, 2);
+    }
 }

@@ -47,6 +47,8 @@ pub struct Context {
     pub folio_kb: Option<u64>,
     /// Drain sites named by the capture's call chains (`Trace::sites`).
     pub sites: Vec<String>,
+    /// `(start, len_in)` of the capture's discarding `madvise` calls (`Trace::discards`).
+    pub discards: Vec<(u64, u64)>,
 }
 
 /// A patch's effect on lock requests.
