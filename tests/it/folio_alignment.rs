@@ -64,3 +64,23 @@ fn folio_size_reproduces_the_acquisitions_of_unaligned_ranges() {
         );
     }
 }
+
+/// The answer says how much of the zapped ranges each size reaches: the 64K capture's own size
+/// half of them (per pass one 16-page block of 32 pages), 128K none.
+#[test]
+fn folio_size_notes_say_what_the_sizes_reach() {
+    let o = run(&capture("64K"), "folio-size", &[("folio_kb", "128")]);
+    let joined = o.notes.join("\n");
+    assert!(
+        joined.contains("own 64K mTHP reached only 50% of the pages its zapped ranges refault"),
+        "{joined}"
+    );
+    assert!(joined.contains("128K folios can reach only 0%"), "{joined}");
+    // a size every block of the ranges takes says nothing
+    let o = run(&capture("16K"), "folio-size", &[("folio_kb", "4")]);
+    assert!(
+        !o.notes.iter().any(|n| n.contains("can reach only")),
+        "{:?}",
+        o.notes
+    );
+}

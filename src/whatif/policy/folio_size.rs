@@ -32,6 +32,10 @@ pub struct FolioSize {
     pub folio_kb: u64,
     /// Virtual-time scale (target / captured run time); 1 = same speed.
     pub time_scale: f64,
+    /// The capture's zapped ranges against blocks of the target size and of its own size
+    /// (meta `mthp_size`), for the notes; `None` without ranges.
+    #[serde(skip)]
+    reach: Option<(Cover, Option<(u64, Cover)>)>,
 }
 
 /// `--set` parameters.
@@ -70,9 +74,19 @@ pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
             "folio-size: time_scale {time_scale} must be positive"
         )));
     }
+    let order_of = |kb: u64| (kb / 4).max(1).trailing_zeros() as u8;
+    let target = alignment::cover(&ctx.discards, order_of(folio_kb));
+    let reach = (target.pages() > 0).then(|| {
+        let own = ctx
+            .folio_kb
+            .filter(|kb| *kb >= 4 && kb.is_power_of_two())
+            .map(|kb| (kb, alignment::cover(&ctx.discards, order_of(kb))));
+        (target, own)
+    });
     Ok(Box::new(FolioSize {
         folio_kb,
         time_scale,
+        reach,
     }))
 }
 
@@ -99,6 +113,42 @@ pub(crate) fn after_defaults(after: &Trace, set: &mut Set) -> Result<()> {
 impl Policy for FolioSize {
     fn name(&self) -> &'static str {
         "folio-size"
+    }
+    fn notes(&self, _: &crate::whatif::reconstruct::Reconstruction) -> Vec<String> {
+        let Some((target, own)) = &self.reach else {
+            return vec![
+                "folio-size: the capture has no range zapped twice (madvise start and length), \
+                 so every page is taken to fault at the target size; a region on no boundary of \
+                 that size would get fewer large folios (docs/MODELS.md §5a)"
+                    .to_string(),
+            ];
+        };
+        let mut notes = Vec::new();
+        let share = |c: &Cover| 100.0 * c.body_share();
+        if let Some((kb, c)) = own {
+            if *kb > 4 && c.body_share() < 0.99 {
+                notes.push(format!(
+                    "folio-size: the capture's own {kb}K mTHP reached only {:.0}% of the pages \
+                     its zapped ranges refault ({} of {}: the rest lie outside {kb}K-aligned \
+                     blocks inside the ranges and fault as single pages)",
+                    share(c),
+                    c.body,
+                    c.pages()
+                ));
+            }
+        }
+        if self.folio_kb > 4 && target.body_share() < 0.99 {
+            notes.push(format!(
+                "folio-size: {}K folios can reach only {:.0}% of the pages the capture's zapped \
+                 ranges refault ({} of {}); the prediction faults the rest as single pages, as \
+                 the kernel would (docs/MODELS.md §5a)",
+                self.folio_kb,
+                share(target),
+                target.body,
+                target.pages()
+            ));
+        }
+        notes
     }
     fn describe(&self) -> BTreeMap<String, String> {
         [
