@@ -9,11 +9,11 @@
 //! new folio faults at its first page's time. Only the pages the kernel can give that size
 //! get it: each run of faults from one zap to the next is cut as the capture's zapped ranges
 //! are against blocks of that size (`alignment::Cover`: a single-page head and tail, the
-//! aligned blocks between), so a region on no boundary of the size stays in single pages. Each zap's freed pages are regrouped the same way
-//! into `folios_put_refs()` batches of ≤31 folios spread over the zap's span. The fault path's
-//! cost per page differs by folio size and is not in the trace: the whole virtual clock is
-//! scaled by `time_scale`, by default the ratio of the untraced wall times of the workload at
-//! the two sizes (`target_duration_ns` over the capture's meta `untraced_duration_ns`).
+//! aligned blocks between), so a region on no boundary of the size stays in single pages.
+//! Each zap's freed pages are regrouped the same way into `folios_put_refs()` batches of ≤31
+//! folios spread over the zap's span. The fault path's cost per page differs by folio size
+//! and is not in the trace: the whole virtual clock is scaled by `time_scale`, by default the
+//! ratio of the untraced wall times of the workload at the two sizes (`target_duration_ns` over the capture's meta `untraced_duration_ns`).
 
 use std::collections::BTreeMap;
 
@@ -36,6 +36,9 @@ pub struct FolioSize {
     /// (meta `mthp_size`), for the notes; `None` without ranges.
     #[serde(skip)]
     reach: Option<(Cover, Option<(u64, Cover)>)>,
+    /// The ranges against blocks of the target size (computed once, not per replicate).
+    #[serde(skip)]
+    cover: Cover,
 }
 
 /// `--set` parameters.
@@ -87,6 +90,7 @@ pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
         folio_kb,
         time_scale,
         reach,
+        cover: target,
     }))
 }
 
@@ -158,10 +162,10 @@ impl Policy for FolioSize {
         .into_iter()
         .collect()
     }
-    fn requests(&self, intents: &Intents, ctx: &Context) -> Result<Vec<Vec<Request>>> {
+    fn requests(&self, intents: &Intents, _: &Context) -> Result<Vec<Vec<Request>>> {
         let pages_per = self.folio_kb / 4;
         let order = pages_per.trailing_zeros() as u8;
-        let cover = alignment::cover(&ctx.discards, order);
+        let cover = self.cover;
         let mut out = Vec::with_capacity(intents.streams.len());
         for (ci, s) in intents.streams.iter().enumerate() {
             let v0 = intents.v0.get(ci).copied().unwrap_or(0);
