@@ -13,7 +13,8 @@
 //! Each zap's freed pages are regrouped the same way into `folios_put_refs()` batches of ≤31
 //! folios spread over the zap's span. The fault path's cost per page differs by folio size
 //! and is not in the trace: the whole virtual clock is scaled by `time_scale`, by default the
-//! ratio of the untraced wall times of the workload at the two sizes (`target_duration_ns` over the capture's meta `untraced_duration_ns`).
+//! ratio of the untraced wall times of the workload at the two sizes (`target_duration_ns`
+//! over the capture's meta `untraced_duration_ns`).
 
 use std::collections::BTreeMap;
 
