@@ -142,9 +142,11 @@ pub struct RecordArgs {
     /// Skip the lock-only run (no observer-effect note).
     #[arg(long)]
     pub no_lockonly: bool,
-    /// perf record's buffer, pages per CPU (-m).
-    #[arg(long, default_value_t = 4096)]
-    pub mmap_pages: u32,
+    /// perf record's buffer, pages per CPU (-m). Default 4096; when perf loses events with the
+    /// default, the recording runs again with 4× the buffer (twice at most, within a quarter of
+    /// the available memory). Given here, it is used as given.
+    #[arg(long)]
+    pub mmap_pages: Option<u32>,
     /// Leave EVENT out of the recipe (repeatable): to see what a what-if says without it.
     #[arg(long, value_name = "EVENT")]
     pub without: Vec<String>,

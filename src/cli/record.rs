@@ -20,7 +20,8 @@ pub fn run(a: RecordArgs) -> Result<()> {
         perf: a.perf,
         no_lockonly: a.no_lockonly,
         cmd: a.cmd,
-        mmap_pages: a.mmap_pages,
+        mmap_pages: a.mmap_pages.unwrap_or(record::DEFAULT_MMAP_PAGES),
+        retry_lost: a.mmap_pages.is_none(),
         without: a.without,
     };
     let mut say = |s: &str| eprintln!("lockcast record: {s}");
@@ -36,7 +37,9 @@ pub fn run(a: RecordArgs) -> Result<()> {
     );
     if r.lost_events > 0 {
         eprintln!(
-            "lockcast record: warning: perf lost events; a replay undercounts holds: rerun with a larger --mmap-pages"
+            "lockcast record: warning: perf lost events (buffer {} pages per CPU); a replay \
+             undercounts holds: rerun with a larger --mmap-pages",
+            r.mmap_pages
         );
     }
     eprintln!(

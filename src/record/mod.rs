@@ -49,6 +49,8 @@ pub struct Plan {
     /// `perf record -m` (pages per CPU buffer): big enough that the seed benchmark loses
     /// nothing on 2 CPUs.
     pub mmap_pages: u32,
+    /// Record again with a larger buffer when perf lost events ([`larger_buffer`]).
+    pub retry_lost: bool,
     /// Events of the recipe left out (fixtures that show what a what-if says without them).
     pub without: Vec<String>,
 }
@@ -66,6 +68,32 @@ pub struct Recorded {
     pub slowpath: probe::Slowpath,
     /// The folio size the workload faulted with.
     pub mthp_size: String,
+    /// The buffer (pages per CPU) of the recording kept.
+    pub mmap_pages: u32,
+}
+
+/// `perf record -m` when the user gives none.
+pub const DEFAULT_MMAP_PAGES: u32 = 4096;
+
+/// The next buffer to try after a recording that lost events: 4× `pages` per CPU, if the
+/// buffers of all `cpus` stay within a quarter of `available_kib` (MemAvailable), perf's
+/// power of two, and at most 65,536 pages (256 MiB) per CPU; `None` when no larger one fits.
+pub fn larger_buffer(pages: u32, cpus: u64, available_kib: u64) -> Option<u32> {
+    let next = pages.checked_mul(4)?.next_power_of_two();
+    let total_kib = u64::from(next) * 4 * cpus.max(1);
+    (next <= 65_536 && total_kib <= available_kib / 4).then_some(next)
+}
+
+/// MemAvailable from /proc/meminfo, KiB (0 when unreadable: no retry).
+fn mem_available_kib() -> u64 {
+    fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Progress, one line per step (the CLI prints them on stderr).
@@ -252,16 +280,38 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
     // 2. the recording the replay reads
     next(&format!("recording ({} events)", r.name), progress);
     let data = dir.join("perf.data");
-    let mmap = plan.mmap_pages.to_string();
-    let mut rec_args: Vec<String> = vec!["record".into(), "-q".into(), "-m".into(), mmap.clone()];
-    rec_args.extend(r.perf_args());
-    let mut c = perf(plan);
-    c.args(&rec_args)
-        .arg("-o")
-        .arg(&data)
-        .arg("--")
-        .args(&plan.cmd);
-    run_step("perf record", c, &dir.join("workload.out"), &log, &stop)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let mut pages = plan.mmap_pages;
+    // events lost by each earlier attempt, whose buffer was too small
+    let mut lost_before: Vec<String> = Vec::new();
+    let (rec_args, seen_in_data) = loop {
+        let mut rec_args: Vec<String> =
+            vec!["record".into(), "-q".into(), "-m".into(), pages.to_string()];
+        rec_args.extend(r.perf_args());
+        let mut c = perf(plan);
+        c.args(&rec_args)
+            .arg("-o")
+            .arg(&data)
+            .arg("--")
+            .args(&plan.cmd);
+        run_step("perf record", c, &dir.join("workload.out"), &log, &stop)?;
+        // lockcast's own reader counts what perf lost (PERF_RECORD_LOST / LOST_SAMPLES) and
+        // finds the slowpath in the call chains, in one pass
+        let seen = scan(&data);
+        let bigger = larger_buffer(pages, cpus, mem_available_kib());
+        match bigger {
+            Some(b) if seen.lost > 0 && plan.retry_lost && lost_before.len() < 2 => {
+                progress(&format!(
+                    "perf lost {} events with {pages} pages per CPU: recording again with {b}",
+                    seen.lost
+                ));
+                lost_before.push(format!("{}@{pages}", seen.lost));
+                pages = b;
+            }
+            _ => break (rec_args, seen),
+        }
+    };
+    let mmap = pages.to_string();
     let mut c = perf(plan);
     c.args(["lock", "contention", "-i"]).arg(&data);
     // perf lock prints its table on stderr
@@ -271,9 +321,6 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         &dir.join("contention.txt"),
         &stop,
     )?;
-    // lockcast's own reader counts what perf lost (PERF_RECORD_LOST / LOST_SAMPLES) and
-    // finds the slowpath in the call chains, in one pass
-    let seen_in_data = scan(&data);
     let lost = seen_in_data.lost;
 
     // 3. the lock events alone: how much the mm events change what is measured
@@ -395,6 +442,8 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
             "perf lock contention -i perf.data 2> contention.txt".into(),
         ),
         ("lost_events", lost.to_string()),
+        ("mmap_pages", mmap.clone()),
+        ("lost_events_before_retry", lost_before.join(",")),
         ("perf_data_bytes", bytes.to_string()),
         (
             "loadavg",
@@ -444,6 +493,7 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         lost_events: lost,
         slowpath,
         mthp_size,
+        mmap_pages: pages,
     })
 }
 
@@ -518,6 +568,21 @@ fn civil(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 4× per retry on this 2-CPU, 24 GiB machine; never past 256 MiB per CPU, nor a quarter
+    /// of the available memory over all CPUs (320 CPUs × 64 MiB would be 20 GiB).
+    #[test]
+    fn a_larger_buffer_fits_the_machine() {
+        let avail = 23 << 20; // KiB
+        assert_eq!(larger_buffer(4096, 2, avail), Some(16_384));
+        assert_eq!(larger_buffer(16_384, 2, avail), Some(65_536));
+        assert_eq!(larger_buffer(65_536, 2, avail), None);
+        assert_eq!(larger_buffer(4096, 320, avail), None);
+        // a user's odd size goes to a power of two, as perf -m wants
+        assert_eq!(larger_buffer(1000, 2, avail), Some(4096));
+        assert_eq!(larger_buffer(4096, 2, 0), None);
+        assert_eq!(larger_buffer(u32::MAX, 2, avail), None);
+    }
 
     /// perf stat's CSV as fixtures/replay/*/perf-stat.csv holds it (perf 6.1).
     #[test]
