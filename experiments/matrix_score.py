@@ -111,6 +111,9 @@ def score_capture(binary, d):
         out["verdict"] = v.get("level", "")
         out["verdict_reasons"] = "; ".join(v.get("reasons", []))[:300]
     out["notes"] = " | ".join(j.get("notes", []))[:400]
+    # the stalls the replay re-draws (MODELS.md §5a): how many, and their share of the waits
+    cal = j.get("calibration") or {}
+    out.update(n_stalls=cal.get("n_stalls", 0), stall_share=cal.get("stall_share", 0.0))
     return out
 
 
@@ -134,6 +137,9 @@ def score_pair(binary, base, after, target_kb, plain):
     v = j.get("verdict") or row.get("verdict")
     if v:
         out["verdict"] = v.get("level", "")
+    # the counting identity: lock acquisitions predicted for the target size against its own
+    pa, aa = row["predicted"]["acquisitions"], row["after"]["acquisitions"]
+    out.update(predicted_acquisitions=pa, after_acquisitions=aa, err_acquisitions=pct(pa, aa))
     return out
 
 
@@ -179,7 +185,7 @@ def read_csv(path):
                     continue
                 if k.startswith("err_"):
                     out[k] = float(v)
-                elif k.endswith(("_contended", "_wait_ns")) or k == "acquisitions":
+                elif k.endswith(("_contended", "_wait_ns", "_acquisitions")) or k in ("acquisitions", "n_stalls"):
                     out[k] = int(v)
                 else:
                     out[k] = v
@@ -369,6 +375,18 @@ def write_md(path, src, binary, caps, pairs):
             cells.append("-" if not xs else f"{st.median(xs):+.0f}%")
         w(f"| {sb} | " + " | ".join(cells) + " |")
     write_vs_median(w, caps, pairs)
+    acq = [p for p in pairs if p.get("err_acquisitions") is not None]
+    if acq:
+        w("\nThe counting identity: lock acquisitions predicted for the target size against the "
+          "target capture's own (no timing involved):\n")
+        w("| recipe | workload | pairs | within 5% | within 15% | median abs error | worst |")
+        w("|---|---|---:|---:|---:|---:|---:|")
+        keys = sorted({(p["recipe"], p["workload"]) for p in acq}) + [("all", "all")]
+        for rc, wl in keys:
+            xs = [abs(p["err_acquisitions"]) for p in acq
+                  if rc == "all" or (p["recipe"], p["workload"]) == (rc, wl)]
+            w(f"| {rc} | {wl} | {len(xs)} | {sum(x <= 5 for x in xs)} | {sum(x <= 15 for x in xs)} | "
+              f"{st.median(xs):.1f}% | {max(xs):.1f}% |")
     w("\nWorst ten pairs:\n")
     w("| base | after | predicted | measured | error | wait error |")
     w("|---|---|---:|---:|---:|---:|")
