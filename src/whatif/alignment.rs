@@ -16,7 +16,7 @@
 //! whole at every mTHP order up to 2 MiB.
 
 /// Pages of the discarded ranges by where they fall against the blocks of one order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cover {
     /// Pages before the first whole aligned block of a range (order-0 faults).
     pub head: u64,
@@ -29,7 +29,9 @@ pub struct Cover {
 impl Cover {
     /// All pages of the ranges.
     pub fn pages(&self) -> u64 {
-        self.head + self.body + self.tail
+        self.head
+            .saturating_add(self.body)
+            .saturating_add(self.tail)
     }
 
     /// Share of the pages that get the order, 1 when there are none (nothing says otherwise).
@@ -80,22 +82,28 @@ pub fn cover(ranges: &[(u64, u64)], order: u8) -> Cover {
     let mut c = Cover::default();
     for (&(start, len), &n) in &seen {
         let again = n - 1;
-        // madvise works on whole pages: the kernel rounds the length up
-        let (Some(end), true) = (
-            start.checked_add(len.div_ceil(PAGE) * PAGE),
-            start % PAGE == 0,
-        ) else {
+        // madvise works on whole pages: the kernel rounds the length up (a length or start
+        // from a damaged capture that does not fit the address space is no range)
+        let end = len
+            .div_ceil(PAGE)
+            .checked_mul(PAGE)
+            .and_then(|l| start.checked_add(l));
+        let (Some(end), true) = (end, start % PAGE == 0) else {
             continue;
         };
         let first = start.div_ceil(block).saturating_mul(block);
         let last = end / block * block;
-        if last > first {
-            c.head += again * ((first - start) / PAGE);
-            c.body += again * ((last - first) / PAGE);
-            c.tail += again * ((end - last) / PAGE);
+        let (head, body, tail) = if last > first {
+            (first - start, last - first, end - last)
         } else {
-            c.head += again * ((end - start) / PAGE);
-        }
+            (end - start, 0, 0)
+        };
+        let add = |sum: &mut u64, bytes: u64| {
+            *sum = sum.saturating_add(again.saturating_mul(bytes / PAGE));
+        };
+        add(&mut c.head, head);
+        add(&mut c.body, body);
+        add(&mut c.tail, tail);
     }
     c
 }
@@ -188,6 +196,9 @@ mod tests {
         assert_eq!(Cover::default().folios_of(37, 2), 10);
         // odd lengths and misaligned starts are not ranges madvise accepts whole
         assert_eq!(cover(&[(0x1001, 4096); 2], 2), Cover::default());
+        // a damaged capture's lengths: no range, no overflow
+        assert_eq!(cover(&[(0x1000, u64::MAX); 2], 2), Cover::default());
+        assert_eq!(cover(&[(u64::MAX - 4095, 8192); 2], 2), Cover::default());
         assert_eq!(
             cover(&[(0x1000, 1); 2], 0),
             Cover {

@@ -46,6 +46,10 @@ pub struct Samples {
     /// (folios, `first free − contention_end`) of traced free-side holds.
     pub pre_free: Vec<(f64, f64)>,
     /// `contention_begin − holder's last insertion`, when the holder had inserted (post part).
+    /// The same values as `wait_after_insert`'s first half, which the window edge now reads
+    /// (it needs the wait to leave stalls out); kept only because [`resample`] draws for it,
+    /// and dropping it would re-draw every bootstrap interval. Remove with the next change
+    /// that moves the intervals anyway.
     pub begin_after_insert: Vec<f64>,
     /// One per waiter whose holder was on the add side: true if it arrived before the
     /// holder's first insertion (pre part).
@@ -463,21 +467,18 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // rest (below); 4x it marks a stall. A stalled waiter's begin says nothing of the hold
     // window either: with the holder's vCPU descheduled a waiter can begin microseconds after
     // the last insertion and still find the lock held, and a few such begins set the 97.5th
-    // percentile of a small capture (a trace-cmd 64K capture: 4 begins 1.2-4.6 us late, each
-    // with a 5-6 us wait, made the edge 2.7 us where nine tenths were under 0.42 us).
+    // percentile of a small capture (a trace-cmd 64K capture: 8 begins 1.35-4.6 us late, each
+    // followed by a 4.3-6.1 us wait, made the edge 2.7 us where nine tenths were under 0.42
+    // us). At least half the waits are at most the median, so some are always left.
     let split = median(&s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
+    let stall_cut = STALL_FACTOR * split;
     let unstalled: Vec<f64> = s
         .wait_after_insert
         .iter()
-        .filter(|&&(_, w)| w <= STALL_FACTOR * split)
+        .filter(|&&(_, w)| w <= stall_cut)
         .map(|p| p.0)
         .collect();
-    let edge_from = if unstalled.is_empty() {
-        &s.begin_after_insert
-    } else {
-        &unstalled
-    };
-    let post = quantile(edge_from, post_quantile).unwrap_or(0.0).max(0.0);
+    let post = quantile(&unstalled, post_quantile).unwrap_or(0.0).max(0.0);
     let n_before = s.arrived_before_insert.iter().filter(|b| **b).count() as f64;
     let n_after = s.arrived_before_insert.len() as f64 - n_before;
     // Arrivals are spread evenly over a hold, so the before/after split of waiters is the
@@ -505,7 +506,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     let body: Vec<f64> = own
         .iter()
         .map(|p| p.1)
-        .filter(|&w| w <= STALL_FACTOR * split)
+        .filter(|&w| w <= stall_cut)
         .collect();
     let own_path_seen = own.len() * 2 >= s.wait_after_insert.len();
     let wait_min = if own_path_seen {
@@ -528,7 +529,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     let mut stalls_ns: Vec<i64> = if own_path_seen {
         s.wait_after_insert
             .iter()
-            .filter(|&&(_, w)| w > STALL_FACTOR * split)
+            .filter(|&&(_, w)| w > stall_cut)
             .map(|&(x, w)| w - (post + gap - x).max(wait_min))
             .filter(|&e| e > 0.0)
             .map(|e| e.round() as i64)
@@ -776,8 +777,8 @@ mod tests {
     }
 
     /// A stalled waiter's begin is not the hold window: three begins 1.2-4.6 µs after the
-    /// insertion that then waited 5-6 µs (a trace-cmd 64K capture had four) leave the edge
-    /// where the other waiters put it; the same begins with ordinary waits move it.
+    /// insertion that then waited 5-6 µs (a trace-cmd 64K capture had eight such) leave the
+    /// edge where the other waiters put it; the same begins with ordinary waits move it.
     #[test]
     fn stalled_waiters_do_not_set_the_window_edge() {
         let mut s = Samples::default();

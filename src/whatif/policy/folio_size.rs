@@ -33,13 +33,13 @@ pub struct FolioSize {
     pub folio_kb: u64,
     /// Virtual-time scale (target / captured run time); 1 = same speed.
     pub time_scale: f64,
-    /// The capture's zapped ranges against blocks of the target size and of its own size
-    /// (meta `mthp_size`), for the notes; `None` without ranges.
-    #[serde(skip)]
-    reach: Option<(Cover, Option<(u64, Cover)>)>,
-    /// The ranges against blocks of the target size (computed once, not per replicate).
+    /// The capture's zapped ranges against blocks of the target size (computed once, not per
+    /// replicate; empty when the capture has no range zapped twice).
     #[serde(skip)]
     cover: Cover,
+    /// The same against the capture's own size (meta `mthp_size`), for the notes.
+    #[serde(skip)]
+    own: Option<(u64, Cover)>,
 }
 
 /// `--set` parameters.
@@ -79,19 +79,15 @@ pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
         )));
     }
     let order_of = |kb: u64| (kb / 4).max(1).trailing_zeros() as u8;
-    let target = alignment::cover(&ctx.discards, order_of(folio_kb));
-    let reach = (target.pages() > 0).then(|| {
-        let own = ctx
-            .folio_kb
-            .filter(|kb| *kb >= 4 && kb.is_power_of_two())
-            .map(|kb| (kb, alignment::cover(&ctx.discards, order_of(kb))));
-        (target, own)
-    });
+    let own = ctx
+        .folio_kb
+        .filter(|kb| *kb >= 4 && kb.is_power_of_two())
+        .map(|kb| (kb, alignment::cover(&ctx.discards, order_of(kb))));
     Ok(Box::new(FolioSize {
         folio_kb,
         time_scale,
-        reach,
-        cover: target,
+        cover: alignment::cover(&ctx.discards, order_of(folio_kb)),
+        own,
     }))
 }
 
@@ -120,17 +116,18 @@ impl Policy for FolioSize {
         "folio-size"
     }
     fn notes(&self, _: &crate::whatif::reconstruct::Reconstruction) -> Vec<String> {
-        let Some((target, own)) = &self.reach else {
+        let target = &self.cover;
+        if target.pages() == 0 {
             return vec![
                 "folio-size: the capture has no range zapped twice (madvise start and length), \
                  so every page is taken to fault at the target size; a region on no boundary of \
                  that size would get fewer large folios (docs/MODELS.md §5a)"
                     .to_string(),
             ];
-        };
+        }
         let mut notes = Vec::new();
         let share = |c: &Cover| 100.0 * c.body_share();
-        if let Some((kb, c)) = own {
+        if let Some((kb, c)) = &self.own {
             if *kb > 4 && c.body_share() < 0.99 {
                 notes.push(format!(
                     "folio-size: the capture's own {kb}K mTHP reached only {:.0}% of the pages \
@@ -166,12 +163,11 @@ impl Policy for FolioSize {
     fn requests(&self, intents: &Intents, _: &Context) -> Result<Vec<Vec<Request>>> {
         let pages_per = self.folio_kb / 4;
         let order = pages_per.trailing_zeros() as u8;
-        let cover = self.cover;
         let mut out = Vec::with_capacity(intents.streams.len());
         for (ci, s) in intents.streams.iter().enumerate() {
             let v0 = intents.v0.get(ci).copied().unwrap_or(0);
             let scale = |v: i64| v0 + ((v - v0) as f64 * self.time_scale).round() as i64;
-            let regrouped = regroup(s, pages_per, order, &cover);
+            let regrouped = regroup(s, pages_per, order, &self.cover);
             let scaled: Vec<Intent> = regrouped
                 .into_iter()
                 .map(|i| match i {
@@ -227,8 +223,6 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8, cover: &Cover) -> Vec<Intent
         })
         .collect();
     let typical = crate::stats::median(&gaps).unwrap_or(0.0).max(0.0);
-    // (head, body, tail) pages of a run
-    let split = |pages: u64| cover.split(pages);
     // the current run of faults: (pages so far, head pages, end of the body)
     let mut run: Option<(u64, u64, u64)> = None;
     let mut lazy_acc = 0u64; // the same for folios marked lazyfree
@@ -260,7 +254,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8, cover: &Cover) -> Vec<Intent
                             _ => 0,
                         })
                         .sum();
-                    let (head, body, _) = split(pages);
+                    let (head, body, _) = cover.split(pages);
                     (0, head, head + body)
                 });
                 for j in 0..p {
@@ -323,7 +317,7 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8, cover: &Cover) -> Vec<Intent
                         _ => break,
                     }
                 }
-                let (head, body, tail) = split(pages);
+                let (head, body, tail) = cover.split(pages);
                 let blocks = body.div_ceil(pages_per);
                 let folios = (head + blocks + tail) as u32;
                 // a large folio takes two mmu_gather entries; a mixed zap counts as what most of it is
@@ -388,9 +382,10 @@ mod tests {
 
     /// One pass of foliochurn over its unaligned 128 KiB range at 64K: 32 small faults, a
     /// release of folios that died on the batch in the middle (no end of the run), then the
-    /// zap. The range's cover cuts the pass into 10 small pages, one 64K block and 6 small
-    /// pages (what the 64K capture shows, 17 folios per pass), and the zap frees 17 folios in
-    /// the mmu_gather rule's batches of 8 and 9.
+    /// zap. The cover of the range the 128K capture zapped cuts the pass into 10 small pages,
+    /// one 64K block and 6 small pages (the 64K capture's own range, 12 + 16 + 4, makes the
+    /// same 17 folios per pass its counts show), and the zap frees 17 folios in the
+    /// mmu_gather rule's batches of 8 and 9.
     #[test]
     fn a_pass_over_an_unaligned_range_is_cut_as_the_range_is() {
         let mut s: Vec<Intent> = (0..32).map(|p| fault(p * 100)).collect();
