@@ -26,7 +26,8 @@
 //!   held up by the release ends at grant + hold + `gap`: the hold is the median of
 //!   `contention_end − holder's grant` over the waiters that came early enough for the release,
 //!   not their own path, to set their wait (begin + the median own path before the first
-//!   guess of it).
+//!   guess of it). A waiter is one of the hold's only if it began within the holder's call's
+//!   time per hold: after that the holder, unseen, is on its next folios.
 //! * `wait_min`: the waiter's own `contention_begin` → `contention_end` path, the floor of a
 //!   traced wait: the mean wait of waiters after the holder's last insertion that the release
 //!   did not hold up (the mean, so that the replay's floor-bound waits sum right).
@@ -341,15 +342,29 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             s.during_lazy.push((h.traced.is_some(), c.3));
         }
     }
-    // Grants that start a lazyfree hold (its own traced wait), per CPU.
-    let lazy_grants: super::IntSet<(u32, i64)> = r
+    // How far apart two events can be and still be one hold and its waiter.
+    const NEAR: i64 = 5_000;
+    // Grants that start a lazyfree hold (its own traced wait), per CPU, each with how long
+    // after it a waiter can still have found that hold: its call's time per hold. The holder
+    // leaves no event until its next traced wait, so a waiter that begins later than that
+    // has found one of the call's next, untraced holds; counted as this one's, it makes the
+    // hold several holds long (seen: 5 µs holds in calls of 0.5-0.9 µs per hold).
+    let lazy_grants: IntMap<(u32, i64), i64> = r
         .holds
         .iter()
         .filter(|h| h.side == Side::Lazyfree)
         .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
+        .map(|(cpu, e)| {
+            let reach = calls
+                .iter()
+                .find(|c| c.2 == cpu && c.0 <= e && e <= c.1)
+                .map_or(NEAR, |c| (c.3.ceil() as i64).clamp(1, NEAR));
+            ((cpu, e), reach)
+        })
         .collect();
-    // CPU → its last event was the grant of a lazyfree hold at this time (it still holds)
-    let mut in_lazy: IntMap<u32, i64> = IntMap::default();
+    // CPU → its last event was the grant of a lazyfree hold at this time (it still holds),
+    // and how long after it the hold can still be found
+    let mut in_lazy: IntMap<u32, (i64, i64)> = IntMap::default();
     // waiting CPU → the lazyfree grant it found held when it began
     let mut lazy_holder: IntMap<u32, i64> = IntMap::default();
     // a capture without MADV_FREE pays nothing per event for this
@@ -368,14 +383,18 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     let mut last_insert: IntMap<u32, i64> = IntMap::default();
     let mut last_kind_insert: IntMap<u32, bool> = IntMap::default();
     let mut begin: IntMap<u32, i64> = IntMap::default();
-    const NEAR: i64 = 5_000;
     for e in &t.events {
         if track_lazy {
             // any event of a CPU but the grant of one of its lazyfree holds ends that hold
             match e.kind {
-                Kind::End { lock: l } if l == lock && lazy_grants.contains(&(e.cpu, e.ts)) => {
-                    in_lazy.insert(e.cpu, e.ts);
-                }
+                Kind::End { lock: l } if l == lock => match lazy_grants.get(&(e.cpu, e.ts)) {
+                    Some(&reach) => {
+                        in_lazy.insert(e.cpu, (e.ts, reach));
+                    }
+                    None => {
+                        in_lazy.remove(&e.cpu);
+                    }
+                },
                 _ => {
                     in_lazy.remove(&e.cpu);
                 }
@@ -384,7 +403,8 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 if let Some(g) = in_lazy
                     .values()
                     .copied()
-                    .filter(|&g| g < e.ts && e.ts - g < NEAR)
+                    .filter(|&(g, reach)| g < e.ts && e.ts - g < reach)
+                    .map(|(g, _)| g)
                     .max()
                 {
                     lazy_holder.insert(e.cpu, g);
