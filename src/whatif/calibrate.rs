@@ -34,7 +34,7 @@
 
 use super::IntMap;
 
-use super::reconstruct::{Reconstruction, Side};
+use super::reconstruct::{Reconstruction, Side, Trigger};
 use super::trace::{Kind, Trace};
 
 /// Raw per-event measurements; a bootstrap resamples these.
@@ -46,12 +46,6 @@ pub struct Samples {
     pub d_pre: Vec<f64>,
     /// (folios, `first free − contention_end`) of traced free-side holds.
     pub pre_free: Vec<(f64, f64)>,
-    /// `contention_begin − holder's last insertion`, when the holder had inserted (post part).
-    /// The same values as `wait_after_insert`'s first half, which the window edge now reads
-    /// (it needs the wait to leave stalls out); kept only because [`resample`] draws for it,
-    /// and dropping it would re-draw every bootstrap interval. Remove with the next change
-    /// that moves the intervals anyway.
-    pub begin_after_insert: Vec<f64>,
     /// One per waiter whose holder was on the add side: true if it arrived before the
     /// holder's first insertion (pre part).
     pub arrived_before_insert: Vec<bool>,
@@ -73,6 +67,20 @@ pub struct Samples {
     pub during_lazy: Vec<(bool, f64)>,
     /// Each MADV_FREE call's time per lazyfree hold (kept whole by a bootstrap: a fallback).
     pub per_hold: Vec<f64>,
+    /// Waiters that began before their holder's first event, where that hold is one large
+    /// folio's (nothing but the lock and that folio between the holder's grant and its
+    /// insertion): where a stall of the holder before the insertion shows.
+    pub unplaced: Vec<Unplaced>,
+}
+
+/// A traced wait that began before its holder's insertion of one large folio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unplaced {
+    /// `contention_end − contention_begin`.
+    pub wait: f64,
+    /// From its `contention_begin`, or the holder's grant when that came later, to the
+    /// holder's insertion.
+    pub lead: f64,
 }
 
 /// The fitted hold model. Times in ns, as `f64`: they are medians and slopes, not timestamps
@@ -94,10 +102,11 @@ pub struct Calibration {
     /// waiter's `contention_begin`.
     #[serde(default)]
     pub wait_min_ns: f64,
-    /// Share of traced waits that stall: of the waiters after a holder's last insertion, those
-    /// whose wait passed both its expected end (the release + gap, or the floor) and
-    /// `STALL_FACTOR` × the median own path (MODELS.md §5a). 0 where the release held up most
-    /// of those waiters.
+    /// Share of traced waits that stall (MODELS.md §5a), of the waits placed on a holder:
+    /// waiters after a holder's last insertion whose wait passed both its expected end (the
+    /// release + gap, or the floor) and `STALL_FACTOR` × the median own path, and waiters
+    /// before a holder's insertion of one large folio that came more than that cut later than
+    /// a hold's start takes. 0 where the release held up most waiters after an insertion.
     #[serde(default)]
     pub stall_share: f64,
     /// Mean excess of those stalls over the expected wait.
@@ -444,7 +453,6 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                     .map(|(_, ts)| *ts)
                     .max();
                 if let Some(li) = holder_insert {
-                    s.begin_after_insert.push((b - li) as f64);
                     s.end_after_insert.push((e.ts - li) as f64);
                     s.wait_after_insert
                         .push(((b - li) as f64, (e.ts - b) as f64));
@@ -453,10 +461,33 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 }
                 // otherwise: the first hold of another CPU that starts after b
                 let from = hold_starts.partition_point(|&(ts, _)| ts < b);
-                if let Some(&(ts, hi)) = hold_starts[from..]
+                let next = hold_starts[from..]
                     .iter()
-                    .find(|&&(_, hi)| r.holds[hi].cpu != e.cpu)
-                {
+                    .find(|&&(_, hi)| r.holds[hi].cpu != e.cpu);
+                // Only a hold of one large folio says how long its start should take: a
+                // drain of a batch also handles the folios that died on it, with no event.
+                if let Some(&(ts, hi)) = next {
+                    let h = &r.holds[hi];
+                    // (nor one whose CPU was inside MADV_FREE: its lazyfree holds leave no
+                    // event either)
+                    if h.side == Side::Add
+                        && h.trigger == Trigger::Large
+                        && h.folios == 1
+                        && ts <= e.ts
+                        && !calls.iter().any(|c| c.2 == h.cpu && c.0 <= ts && b <= c.1)
+                    {
+                        // a holder that was itself still waiting when this waiter began
+                        // starts its hold at its own grant: its wait is its own (a stall
+                        // there is counted once, on it, and the replay queues this one
+                        // behind it)
+                        let start = h.traced.map_or(b, |(_, granted)| b.max(granted));
+                        s.unplaced.push(Unplaced {
+                            wait: (e.ts - b) as f64,
+                            lead: (ts - start) as f64,
+                        });
+                    }
+                }
+                if let Some(&(ts, hi)) = next {
                     // the waiter came before the hold's first event and was granted at its end
                     // (a drain of 31 traced insertions lasts well over NEAR)
                     if ts - b < NEAR && e.ts <= r.holds[hi].last_ts + NEAR {
@@ -557,6 +588,23 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     } else {
         Vec::new()
     };
+    // A waiter that came before its holder's insertion of one large folio waited through
+    // that hold's start, normally at most grant → insertion (d_pre). When the insertion came
+    // more than the stall cut later than that, the holder stalled before it (a 128K capture:
+    // 77 of its 1,679 waits lasted 4-236 µs, 57% of the total wait, most with the holder's
+    // insertion 8-94 µs after the waiter began). Drains of a batch are left out: they also
+    // handle the folios that died on it, with no event, so their start varies (4K: 8-37 µs
+    // before the first of 2-18 insertions).
+    if own_path_seen {
+        stalls_ns.extend(
+            s.unplaced
+                .iter()
+                .filter(|u| u.wait > stall_cut)
+                .map(|u| u.lead - d_pre.max(pre_fast))
+                .filter(|&e| e > stall_cut)
+                .map(|e| e.round() as i64),
+        );
+    }
     // A handful of stalls measure neither their share nor their length (one 50 µs stall among
     // 47 waiters is a 2% share at 46 µs): too few to replay, left out.
     if stalls_ns.len() < MIN_STALLS {
@@ -626,7 +674,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         stall_share: if s.wait_after_insert.is_empty() {
             0.0
         } else {
-            stalls_ns.len() as f64 / s.wait_after_insert.len() as f64
+            stalls_ns.len() as f64 / (s.wait_after_insert.len() + s.unplaced.len()) as f64
         },
         stall_mean_ns: if stalls_ns.is_empty() {
             0.0
@@ -697,7 +745,6 @@ pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
         add_spacing: pick(&s.add_spacing, rng),
         d_pre: pick(&s.d_pre, rng),
         pre_free: pick(&s.pre_free, rng),
-        begin_after_insert: pick(&s.begin_after_insert, rng),
         arrived_before_insert: pick(&s.arrived_before_insert, rng),
         end_after_insert: pick(&s.end_after_insert, rng),
         wait_after_insert: pick(&s.wait_after_insert, rng),
@@ -706,6 +753,7 @@ pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
         lazy_folios: pick(&s.lazy_folios, rng),
         during_lazy: pick(&s.during_lazy, rng),
         per_hold: s.per_hold.clone(),
+        unplaced: pick(&s.unplaced, rng),
     }
 }
 
@@ -715,7 +763,6 @@ pub fn resample_draws(s: &Samples) -> usize {
     s.add_spacing.len()
         + s.d_pre.len()
         + s.pre_free.len()
-        + s.begin_after_insert.len()
         + s.arrived_before_insert.len()
         + s.end_after_insert.len()
         + s.wait_after_insert.len()
@@ -723,6 +770,7 @@ pub fn resample_draws(s: &Samples) -> usize {
         + s.after_lazy_grant.len()
         + s.lazy_folios.len()
         + s.during_lazy.len()
+        + s.unplaced.len()
 }
 
 #[cfg(test)]
@@ -742,7 +790,6 @@ mod tests {
 
     /// One waiter that began `x` after the holder's last insertion and waited `w`.
     fn waiter(s: &mut Samples, x: f64, w: f64) {
-        s.begin_after_insert.push(x);
         s.end_after_insert.push(x + w);
         s.wait_after_insert.push((x, w));
     }
@@ -816,6 +863,39 @@ mod tests {
             waiter(&mut s, x, 100.0);
         }
         assert!(fit(&s, 0.975).post_ns > 1000.0);
+    }
+
+    /// A waiter that began before its holder's insertion of one large folio is a stall when
+    /// that insertion came more than the stall cut later than a hold's start takes (d_pre);
+    /// its excess is that delay, and it counts in the share beside the waiters after an
+    /// insertion.
+    #[test]
+    fn a_holder_that_stalls_before_its_insertion_is_a_stall() {
+        let mut s = Samples::default();
+        for i in 0..=20 {
+            waiter(&mut s, f64::from(i) * 10.0, 100.0);
+        }
+        s.d_pre = vec![50.0];
+        // cut = 4 × 100; the insertion 50 + 20 µs after the begin: a 20 µs stall, ten times
+        let stalled = Unplaced {
+            wait: 21_000.0,
+            lead: 20_050.0,
+        };
+        // one that began 300 ns before an insertion and waited it out: none
+        let plain = Unplaced {
+            wait: 450.0,
+            lead: 300.0,
+        };
+        s.unplaced = vec![plain; 9];
+        s.unplaced.extend([stalled; 10]);
+        let c = fit(&s, 0.975);
+        assert_eq!(c.n_stalls, 10);
+        assert_eq!(c.stalls_ns, vec![20_000; 10]);
+        // 10 of the 21 + 19 waits placed on a holder
+        assert_eq!(c.stall_share, 0.25);
+        // nine are too few to replay
+        s.unplaced.pop();
+        assert_eq!(fit(&s, 0.975).n_stalls, 0);
     }
 
     /// When the release held up most waiters after the insertion, too few are left to say

@@ -120,7 +120,8 @@ pub fn replay_grants(
 }
 
 /// The stalls of traced waits (MODELS.md §5a): a traced wait stalls with the calibrated share
-/// and then lasts one of the measured excesses longer. Which ones stall is a fixed function of
+/// and then lasts one of the measured excesses longer, as if its holder had kept the lock that
+/// much longer (the holder's later requests move with it). Which ones stall is a fixed function of
 /// the request (its CPU stream and place in it), not a generator advanced as the replay goes,
 /// so a policy that leaves a request in place leaves its draw alone and a rerun is identical.
 struct Stalls<'a> {
@@ -190,7 +191,8 @@ fn replay_with(
     let stall = Stalls::new(cal);
     let mut m = Metrics::default();
     let mut free_at = i64::MIN; // release of the last granted request
-                                // grants of requests not yet granted at the current arrival (bare-metal rule)
+    let mut holder = usize::MAX; // its CPU
+                                 // grants of requests not yet granted at the current arrival (bare-metal rule)
     let mut grants: std::collections::VecDeque<i64> = std::collections::VecDeque::new();
     loop {
         // earliest pending arrival; ties by CPU index keep the replay deterministic
@@ -219,8 +221,19 @@ fn replay_with(
         // `gap` after the release and its hold runs from there. An untraced one (fast path,
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
+            let x = stall.of(c, next[c] - 1);
+            if x > 0 && holder != c && holder < n {
+                // a stall is the holder's: it kept the lock that much longer and everything
+                // it does next moves with it, so its next request does not queue behind the
+                // stalled waiter (a stall is counted once, as the waiter's)
+                spent[holder] += x;
+                end_ns[holder] += x;
+                head[holder] = streams[holder]
+                    .get(next[holder])
+                    .map_or(i64::MAX, |q| q.v + spent[holder]);
+            }
             (
-                (free_at + gap).max(t + wait_min) + stall.of(c, next[c] - 1),
+                (free_at + gap).max(t + wait_min) + x,
                 holds.after_grant(cal, r.side, r.folios),
             )
         } else if busy {
@@ -256,6 +269,7 @@ fn replay_with(
             traced,
         });
         free_at = grant + hold;
+        holder = c;
         spent[c] += wait + hold;
         end_ns[c] = free_at;
         head[c] = streams[c].get(next[c]).map_or(i64::MAX, |r| r.v + spent[c]);
@@ -299,18 +313,26 @@ mod tests {
         }
     }
 
-    /// A stalled traced wait lasts the drawn excess longer, and everything behind it moves.
+    /// A stalled traced wait lasts the drawn excess longer; the stall is the holder's, so the
+    /// holder's next request moves with it instead of queueing behind the waiter.
     #[test]
     fn a_stalled_wait_lasts_its_excess_longer() {
         let mut c = cal();
         let s = vec![vec![req(0), req(200)], vec![req(50)]];
         // every traced wait stalls by 500: CPU1 granted at 120 + 500 (wait 570), holds to
-        // 770; CPU0's next request, virtual 200 + 100 = 300, finds it held: traced too, granted
-        // at 770 + 20 + 500 (wait 990)
+        // 770; CPU0 held the lock 500 longer, so its next request, virtual 200, comes at
+        // 200 + 100 + 500 = 800 and finds the lock free (it came at 300 and waited 490 when
+        // the stall was laid on the waiter alone, counting the stall twice)
         c.stall_share = 1.0;
         c.stalls_ns = vec![500];
-        let m = replay(&s, &c, Observation::Paravirt);
-        assert_eq!((m.contended, m.total_wait_ns), (2, Ns(570 + 990)));
+        let (m, grants) = replay_grants(&s, &c, Observation::Paravirt);
+        assert_eq!((m.total.contended, m.total.total_wait_ns), (1, Ns(570)));
+        let cpu0: Vec<(i64, i64)> = grants
+            .iter()
+            .filter(|g| g.cpu == 0)
+            .map(|g| (g.arrive, g.grant))
+            .collect();
+        assert_eq!(cpu0, [(0, 0), (800, 800)]);
         // the share alone does nothing without measured excesses, and none stall at share 0
         c.stalls_ns.clear();
         assert_eq!(replay(&s, &c, Observation::Paravirt).total_wait_ns, Ns(70));

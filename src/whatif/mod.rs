@@ -522,11 +522,11 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     notes.extend(policy.notes(&rec));
     if cal.n_stalls > 0 {
         notes.push(format!(
-            "stalls: {} of the waits after a holder's insertion ({:.2}%) lasted {} on average beyond what \
-             the release or their own path explains (the holder's vCPU descheduled, a halted waiter kicked \
-             late); the replays stall that share of all traced waits alike. They are the host's noise as \
-             much as the workload's (a rerun can have none or many): the sensitivity row `stalls left out` \
-             is the answer without them",
+            "stalls: {} of the waits placed on a holder ({:.2}%) lasted {} on average beyond what the \
+             hold, the release or their own path explains (the holder's vCPU descheduled, a halted waiter \
+             kicked late); the replays stall that share of all traced waits alike, as the holder keeping \
+             the lock. They are the host's noise as much as the workload's (a rerun can have none or \
+             many): the sensitivity row `stalls left out` is the answer without them",
             cal.n_stalls,
             cal.stall_share * 100.0,
             crate::units::perf_time(cal.stall_mean_ns.max(0.0).round() as u64),
