@@ -364,10 +364,8 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         .filter(|h| h.side == Side::Lazyfree)
         .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
         .map(|(cpu, e)| {
-            let reach = calls
-                .iter()
-                .find(|c| c.2 == cpu && c.0 <= e && e <= c.1)
-                .map_or(NEAR, |c| (c.3.ceil() as i64).clamp(1, NEAR));
+            let reach =
+                in_call(&calls, cpu, e, e).map_or(NEAR, |c| (c.3.ceil() as i64).clamp(1, NEAR));
             ((cpu, e), reach)
         })
         .collect();
@@ -474,7 +472,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                         && h.trigger == Trigger::Large
                         && h.folios == 1
                         && ts <= e.ts
-                        && !calls.iter().any(|c| c.2 == h.cpu && c.0 <= ts && b <= c.1)
+                        && in_call(&calls, h.cpu, b, ts).is_none()
                     {
                         // a holder that was itself still waiting when this waiter began
                         // starts its hold at its own grant: its wait is its own (a stall
@@ -508,6 +506,23 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         }
     }
     s
+}
+
+/// The MADV_FREE call of CPU `cpu` that overlaps `from..=to`, among `calls` (enter, exit,
+/// CPU, time per hold) sorted by enter: one of the last few entered by `to`, as a CPU's calls
+/// follow one another.
+fn in_call(
+    calls: &[(i64, i64, u32, f64)],
+    cpu: u32,
+    from: i64,
+    to: i64,
+) -> Option<&(i64, i64, u32, f64)> {
+    let lo = calls.partition_point(|c| c.0 <= to);
+    calls[..lo]
+        .iter()
+        .rev()
+        .take(8)
+        .find(|c| c.2 == cpu && from <= c.1)
 }
 
 /// Fit the hold model (point estimate, or one bootstrap replicate).
