@@ -190,9 +190,10 @@ fn replay_with(
     let wait_min = cal.wait_min_stamp_ns();
     let stall = Stalls::new(cal);
     let mut m = Metrics::default();
-    let mut free_at = i64::MIN; // release of the last granted request
-    let mut holder = usize::MAX; // its CPU
-                                 // grants of requests not yet granted at the current arrival (bare-metal rule)
+    // release of the last granted request, and its CPU
+    let mut free_at = i64::MIN;
+    let mut holder = usize::MAX;
+    // grants of requests not yet granted at the current arrival (bare-metal rule)
     let mut grants: std::collections::VecDeque<i64> = std::collections::VecDeque::new();
     loop {
         // earliest pending arrival; ties by CPU index keep the replay deterministic
