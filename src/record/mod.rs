@@ -280,7 +280,8 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
     // 2. the recording the replay reads
     next(&format!("recording ({} events)", r.name), progress);
     let data = dir.join("perf.data");
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    // CPUs perf gives a buffer each (and the meta's `nproc`)
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mut pages = plan.mmap_pages;
     // events lost by each earlier attempt, whose buffer was too small
     let mut lost_before: Vec<String> = Vec::new();
@@ -298,9 +299,9 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         // lockcast's own reader counts what perf lost (PERF_RECORD_LOST / LOST_SAMPLES) and
         // finds the slowpath in the call chains, in one pass
         let seen = scan(&data);
-        let bigger = larger_buffer(pages, cpus, mem_available_kib());
-        match bigger {
-            Some(b) if seen.lost > 0 && plan.retry_lost && lost_before.len() < 2 => {
+        let retry = seen.lost > 0 && plan.retry_lost && lost_before.len() < 2;
+        match retry.then(|| larger_buffer(pages, nproc as u64, mem_available_kib())) {
+            Some(Some(b)) => {
                 progress(&format!(
                     "perf lost {} events with {pages} pages per CPU: recording again with {b}",
                     seen.lost
@@ -403,7 +404,6 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
     }
     let bytes = fs::metadata(&data).map_err(io_err(&data))?.len();
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let ns = |ev: &str, scale: f64| stat_field(&stat, ev).map(|v| format!("{:.0}", v * scale));
     let mut meta = vec![
         ("capture_date", utc_now()),

@@ -331,24 +331,23 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     // An add-side hold of another CPU that asked inside a MADV_FREE call finds one of the
     // call's holds with the probability hold / (call time per hold): the fast-path hold's
     // only trace, as nothing inside it is recorded.
-    let mut calls: Vec<(i64, i64, u32, f64)> = r
+    let mut calls: Vec<FreeCall> = r
         .lazyfree_calls
         .iter()
         .filter(|c| c.3 > 0 && c.2 > c.1)
-        .map(|&(cpu, a, b, n)| (a, b, cpu, (b - a) as f64 / f64::from(n)))
+        .map(|&(cpu, enter, exit, n)| FreeCall {
+            enter,
+            exit,
+            cpu,
+            per_hold: (exit - enter) as f64 / f64::from(n),
+        })
         .collect();
-    calls.sort_by_key(|c| c.0);
-    s.per_hold = calls.iter().map(|c| c.3).collect();
+    calls.sort_by_key(|c| c.enter);
+    s.per_hold = calls.iter().map(|c| c.per_hold).collect();
     for h in r.holds.iter().filter(|h| h.side == Side::Add) {
         let at = h.traced.map_or(h.first_ts, |(b, _)| b);
-        let lo = calls.partition_point(|c| c.0 <= at);
-        if let Some(c) = calls[..lo]
-            .iter()
-            .rev()
-            .take(8)
-            .find(|c| c.1 >= at && c.2 != h.cpu)
-        {
-            s.during_lazy.push((h.traced.is_some(), c.3));
+        if let Some(c) = call_at(&calls, at, at, |cpu| cpu != h.cpu) {
+            s.during_lazy.push((h.traced.is_some(), c.per_hold));
         }
     }
     // How far apart two events can be and still be one hold and its waiter.
@@ -364,8 +363,8 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         .filter(|h| h.side == Side::Lazyfree)
         .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
         .map(|(cpu, e)| {
-            let reach =
-                in_call(&calls, cpu, e, e).map_or(NEAR, |c| (c.3.ceil() as i64).clamp(1, NEAR));
+            let reach = call_at(&calls, e, e, |c| c == cpu)
+                .map_or(NEAR, |c| (c.per_hold.ceil() as i64).clamp(1, NEAR));
             ((cpu, e), reach)
         })
         .collect();
@@ -462,17 +461,17 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 let next = hold_starts[from..]
                     .iter()
                     .find(|&&(_, hi)| r.holds[hi].cpu != e.cpu);
-                // Only a hold of one large folio says how long its start should take: a
-                // drain of a batch also handles the folios that died on it, with no event.
                 if let Some(&(ts, hi)) = next {
                     let h = &r.holds[hi];
-                    // (nor one whose CPU was inside MADV_FREE: its lazyfree holds leave no
-                    // event either)
+                    // Only a hold of one large folio says how long its start should take: a
+                    // drain of a batch also handles the folios that died on it, with no
+                    // event (nor one whose CPU was inside MADV_FREE: its lazyfree holds leave
+                    // no event either).
                     if h.side == Side::Add
                         && h.trigger == Trigger::Large
                         && h.folios == 1
                         && ts <= e.ts
-                        && in_call(&calls, h.cpu, b, ts).is_none()
+                        && call_at(&calls, b, ts, |c| c == h.cpu).is_none()
                     {
                         // a holder that was itself still waiting when this waiter began
                         // starts its hold at its own grant: its wait is its own (a stall
@@ -484,15 +483,13 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                             lead: (ts - start) as f64,
                         });
                     }
-                }
-                if let Some(&(ts, hi)) = next {
                     // the waiter came before the hold's first event and was granted at its end
                     // (a drain of 31 traced insertions lasts well over NEAR)
-                    if ts - b < NEAR && e.ts <= r.holds[hi].last_ts + NEAR {
-                        match r.holds[hi].side {
+                    if ts - b < NEAR && e.ts <= h.last_ts + NEAR {
+                        match h.side {
                             Side::Add => {
                                 s.arrived_before_insert.push(true);
-                                s.end_after_insert.push((e.ts - r.holds[hi].last_ts) as f64);
+                                s.end_after_insert.push((e.ts - h.last_ts) as f64);
                             }
                             Side::Free => s.end_before_free.push((e.ts - ts) as f64),
                             Side::Lazyfree => {}
@@ -508,21 +505,29 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     s
 }
 
-/// The MADV_FREE call of CPU `cpu` that overlaps `from..=to`, among `calls` (enter, exit,
-/// CPU, time per hold) sorted by enter: one of the last few entered by `to`, as a CPU's calls
-/// follow one another.
-fn in_call(
-    calls: &[(i64, i64, u32, f64)],
+/// One `madvise(MADV_FREE)` call with folios to mark, as the calibration uses it.
+struct FreeCall {
+    enter: i64,
+    exit: i64,
     cpu: u32,
+    /// The call's time per lazyfree hold.
+    per_hold: f64,
+}
+
+/// A call of a CPU that `cpu_ok` accepts, overlapping `from..=to`, among `calls` sorted by
+/// enter: one of the last few entered by `to`, as the calls of a CPU follow one another.
+fn call_at(
+    calls: &[FreeCall],
     from: i64,
     to: i64,
-) -> Option<&(i64, i64, u32, f64)> {
-    let lo = calls.partition_point(|c| c.0 <= to);
+    cpu_ok: impl Fn(u32) -> bool,
+) -> Option<&FreeCall> {
+    let lo = calls.partition_point(|c| c.enter <= to);
     calls[..lo]
         .iter()
         .rev()
         .take(8)
-        .find(|c| c.2 == cpu && from <= c.1)
+        .find(|c| from <= c.exit && cpu_ok(c.cpu))
 }
 
 /// Fit the hold model (point estimate, or one bootstrap replicate).
@@ -608,8 +613,8 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // more than the stall cut later than that, the holder stalled before it (a 128K capture:
     // 77 of its 1,679 waits lasted 4-236 µs, 57% of the total wait, most with the holder's
     // insertion 8-94 µs after the waiter began). Drains of a batch are left out: they also
-    // handle the folios that died on it, with no event, so their start varies (4K: 8-37 µs
-    // before the first of 2-18 insertions).
+    // handle the folios that died on it, with no event, so their start varies (4K: up to
+    // 37 µs before the first insertion).
     if own_path_seen {
         stalls_ns.extend(
             s.unplaced

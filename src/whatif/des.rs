@@ -156,6 +156,12 @@ impl<'a> Stalls<'a> {
     }
 }
 
+/// When a CPU's next request arrives in real time: its virtual time plus what the CPU has
+/// spent waiting and holding so far (`i64::MAX` when its stream is done).
+fn arrival(stream: &[Request], next: usize, spent: i64) -> i64 {
+    stream.get(next).map_or(i64::MAX, |r| r.v + spent)
+}
+
 /// [`replay`], keeping the per-path breakdown.
 pub fn replay_detailed(streams: &[Vec<Request>], cal: &Calibration, obs: Observation) -> Detailed {
     replay_with(streams, cal, obs, |_| {})
@@ -229,9 +235,7 @@ fn replay_with(
                 // stalled waiter (a stall is counted once, as the waiter's)
                 spent[holder] += x;
                 end_ns[holder] += x;
-                head[holder] = streams[holder]
-                    .get(next[holder])
-                    .map_or(i64::MAX, |q| q.v + spent[holder]);
+                head[holder] = arrival(&streams[holder], next[holder], spent[holder]);
             }
             (
                 (free_at + gap).max(t + wait_min) + x,
@@ -273,7 +277,7 @@ fn replay_with(
         holder = c;
         spent[c] += wait + hold;
         end_ns[c] = free_at;
-        head[c] = streams[c].get(next[c]).map_or(i64::MAX, |r| r.v + spent[c]);
+        head[c] = arrival(&streams[c], next[c], spent[c]);
     }
     Detailed {
         total: m,

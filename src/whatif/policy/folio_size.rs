@@ -78,7 +78,6 @@ pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
             "folio-size: time_scale {time_scale} must be positive"
         )));
     }
-    let order_of = |kb: u64| (kb / 4).max(1).trailing_zeros() as u8;
     let own = ctx
         .folio_kb
         .filter(|kb| *kb >= 4 && kb.is_power_of_two())
@@ -162,7 +161,7 @@ impl Policy for FolioSize {
     }
     fn requests(&self, intents: &Intents, _: &Context) -> Result<Vec<Vec<Request>>> {
         let pages_per = self.folio_kb / 4;
-        let order = pages_per.trailing_zeros() as u8;
+        let order = order_of(self.folio_kb);
         let mut out = Vec::with_capacity(intents.streams.len());
         for (ci, s) in intents.streams.iter().enumerate() {
             let v0 = intents.v0.get(ci).copied().unwrap_or(0);
@@ -204,6 +203,11 @@ impl Policy for FolioSize {
         }
         Ok(out)
     }
+}
+
+/// Folio order of a `kb` KiB folio (4 KiB pages; `kb` a power of two).
+fn order_of(kb: u64) -> u8 {
+    (kb / 4).max(1).trailing_zeros() as u8
 }
 
 /// A run of faults ends at an explicit drain and at a zap's frees.
