@@ -1,6 +1,8 @@
 //! `perf.data` files (file and pipe mode), strict and lenient, every event's payload decoded
-//! as the contention pairing does. The tracing-data fallback and the kallsyms are given empty,
-//! so a cut input reads nothing from the machine (no tracefs, no build-id cache).
+//! as the contention pairing does; and read as the replay reads them, typed fields asked for
+//! and every sample in one pass when the file allows it (else event by event). The
+//! tracing-data fallback and the kallsyms are given empty, so a cut input reads nothing from
+//! the machine (no tracefs, no build-id cache).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,12 +11,29 @@ use lockcast_parsers::perf_data::{Options, Reader};
 #[path = "common.rs"]
 mod common;
 
+const TYPED: [(&str, &[&str]); 3] = [
+    ("mm_page_alloc", &["pfn", "order"]),
+    ("contention_begin", &["lock_addr"]),
+    ("kmem:mm_page_free", &["pfn"]),
+];
+
 fuzz_target!(|data: &[u8]| {
     for lenient in [false, true] {
         let opts = Options::offline(lenient);
         let mut r = Reader::with_options(Box::new(data), opts);
         while let Ok(Some(e)) = r.next_event() {
             common::decode_payloads(&e);
+        }
+        let mut r = Reader::with_options(Box::new(data), Options::offline(lenient));
+        r.typed_fields(&TYPED);
+        match r.typed_samples() {
+            Ok(Some(all)) => {
+                for s in &all.samples {
+                    let _ = (all.values_of(s), all.payload_of(s));
+                }
+            }
+            Ok(None) => while let Ok(Some(_)) = r.next_event() {},
+            Err(_) => {}
         }
     }
 });

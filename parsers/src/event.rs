@@ -385,6 +385,13 @@ pub trait EventRead {
     fn fields(&self) -> Option<&[i64]> {
         None
     }
+    /// Every event at once, typed, when the reader can give them for less than one
+    /// [`Event`] each (perf.data: [`crate::perf_data::Reader::typed_samples`]); `Ok(None)`:
+    /// read them with [`EventRead::next_event`]. Call after [`EventRead::typed_fields`] and
+    /// instead of the first [`EventRead::next_event`].
+    fn typed_samples(&mut self) -> Result<Option<crate::perf_data::TypedSamples>, crate::Error> {
+        Ok(None)
+    }
 }
 
 /// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be

@@ -54,11 +54,14 @@
 //! feature sections, come from [`Options::tracing_fallback`] or the running kernel's tracefs
 //! (what perf itself does), with a note saying so.
 
+mod bulk;
 mod compact;
 pub mod kallsyms;
 pub mod print_fmt;
 pub mod tracing;
 mod typed;
+
+pub use bulk::{TypedSample, TypedSamples, NO_PAYLOAD};
 
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
@@ -151,8 +154,25 @@ struct Map {
 
 struct State {
     file: linux_perf_data::PerfFile,
-    iter: PerfRecordIter<Cursor<Vec<u8>>>,
+    iter: PerfRecordIter<Cursor<Shared>>,
     ctx: Ctx,
+    /// The file, shared with `iter`'s cursor, for [`Reader::typed_samples`]' own walk.
+    buf: Shared,
+    /// File mode: the data section's byte range (the records, checked whole).
+    data: Option<(usize, usize)>,
+    /// Per attr: its `sample_type`.
+    sample_types: Vec<u64>,
+}
+
+/// The whole file in memory, read by the record reader's cursor and by
+/// [`Reader::typed_samples`].
+#[derive(Clone)]
+struct Shared(std::sync::Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 struct Ctx {
@@ -194,6 +214,8 @@ pub struct Reader<'a> {
     state: Option<State>,
     diagnostics: Diagnostics,
     finished: bool,
+    /// [`Reader::next_event`] was called: [`Reader::typed_samples`] is too late.
+    began: bool,
     only: Option<Vec<String>>,
     typed: Option<typed::Want>,
 }
@@ -218,6 +240,7 @@ impl<'a> Reader<'a> {
             state: None,
             diagnostics: Diagnostics::default(),
             finished: false,
+            began: false,
             only: None,
             typed: None,
         }
@@ -277,6 +300,7 @@ impl<'a> Reader<'a> {
 
     /// The next event, `Ok(None)` at the end of the file.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
+        self.began = true;
         if self.finished {
             return Ok(None);
         }
@@ -295,38 +319,111 @@ impl<'a> Reader<'a> {
         match st.next() {
             Ok(Some(e)) => Ok(Some(e)),
             Ok(None) => {
-                self.finished = true;
-                st.ctx.header.complete = true;
-                if let Some(n) = st.ctx.header.describe() {
-                    self.diagnostics.notes.push(n);
-                }
-                let (lost, unparsed, bad) = (
-                    st.ctx.header.lost_events(),
-                    st.ctx.unparsed,
-                    st.ctx.bad_records,
-                );
-                if bad > 0 {
-                    self.diagnostics.notes.push(format!(
-                        "{bad} record(s) whose body does not parse were skipped"
-                    ));
-                }
-                if lost > 0 {
-                    self.diagnostics.notes.push(format!(
-                        "the recording lost {lost} event(s) ({} PERF_RECORD_LOST record(s)): perf's buffer overflowed, results undercount",
-                        st.ctx.header.lost_records
-                    ));
-                }
-                if unparsed > 0 {
-                    self.diagnostics.notes.push(format!(
-                        "{unparsed} tracepoint event(s) printed raw ([FAILED TO PARSE]): their print fmt uses what lockcast does not evaluate"
-                    ));
-                }
+                self.finish();
                 Ok(None)
             }
             Err(e) => {
                 self.finished = true;
                 Err(e)
             }
+        }
+    }
+
+    /// Every sample of the file at once, in time order, with the typed fields asked for
+    /// ([`Reader::typed_fields`], which must come first), for a reader that needs nothing else
+    /// of each event (no call chains, command names or frames: a typed event's `comm` and
+    /// `payload` are empty on [`Reader::next_event`] too). Call instead of the first
+    /// [`Reader::next_event`]; afterwards the reader is at its end ([`Reader::header`] complete,
+    /// the notes said). `Ok(None)`: this file needs the record reader (pipe mode, call chains,
+    /// compressed records, a file cut short, [`Reader::only`], or anything the one-pass walk
+    /// does not expect, [`bulk`]): read it with [`Reader::next_event`], which then starts from
+    /// the beginning. The same samples, order, fields and payloads either way.
+    pub fn typed_samples(&mut self) -> Result<Option<TypedSamples>, Error> {
+        if self.began || self.finished || self.typed.is_none() || self.only.is_some() {
+            return Ok(None);
+        }
+        if let Some(input) = self.input.take() {
+            match self.open(input) {
+                Ok(s) => self.state = Some(s),
+                Err(e) => {
+                    self.finished = true;
+                    return Err(e);
+                }
+            }
+        }
+        let Some(st) = self.state.as_mut() else {
+            return Ok(None);
+        };
+        let Some((from, to)) = st.data else {
+            return Ok(None);
+        };
+        let Some(plan) = st.ctx.typed.as_ref() else {
+            return Ok(None);
+        };
+        if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
+            return Ok(None);
+        }
+        let ids = if st.sample_types.len() > 1 {
+            attr_ids(&st.buf.0)
+        } else {
+            HashMap::new()
+        };
+        let mut counts = bulk::Counts::default();
+        let Some(data) = st.buf.0.get(from..to) else {
+            return Ok(None);
+        };
+        let Some(out) = bulk::walk(
+            data,
+            &st.sample_types,
+            &st.ctx.attrs,
+            &ids,
+            plan,
+            &mut counts,
+        ) else {
+            return Ok(None);
+        };
+        let h = &mut st.ctx.header;
+        h.lost_records = h.lost_records.saturating_add(counts.lost_records);
+        h.lost_kernel = h.lost_kernel.saturating_add(counts.lost_kernel);
+        h.lost_samples = h.lost_samples.saturating_add(counts.lost_samples);
+        st.ctx.unparsed += counts.unparsed;
+        st.ctx.samples = out.samples.len() as u64;
+        self.began = true;
+        self.finish();
+        Ok(Some(out))
+    }
+
+    /// At the end of the file: the header is complete, and the notes say what was skipped,
+    /// lost or printed raw.
+    fn finish(&mut self) {
+        self.finished = true;
+        let Some(st) = self.state.as_mut() else {
+            return;
+        };
+        st.ctx.header.complete = true;
+        if let Some(n) = st.ctx.header.describe() {
+            self.diagnostics.notes.push(n);
+        }
+        let (lost, unparsed, bad) = (
+            st.ctx.header.lost_events(),
+            st.ctx.unparsed,
+            st.ctx.bad_records,
+        );
+        if bad > 0 {
+            self.diagnostics.notes.push(format!(
+                "{bad} record(s) whose body does not parse were skipped"
+            ));
+        }
+        if lost > 0 {
+            self.diagnostics.notes.push(format!(
+                "the recording lost {lost} event(s) ({} PERF_RECORD_LOST record(s)): perf's buffer overflowed, results undercount",
+                st.ctx.header.lost_records
+            ));
+        }
+        if unparsed > 0 {
+            self.diagnostics.notes.push(format!(
+                "{unparsed} tracepoint event(s) printed raw ([FAILED TO PARSE]): their print fmt uses what lockcast does not evaluate"
+            ));
         }
     }
 
@@ -349,8 +446,16 @@ impl<'a> Reader<'a> {
                 "{n} record(s) of type {ty}, which perf does not define, skipped (the first at byte {at})"
             ));
         }
+        let data = (!checked.pipe)
+            .then(|| {
+                let (off, size) = sect(&buf, 40);
+                let from = usize::try_from(off).ok()?;
+                Some((from, from.checked_add(usize::try_from(size).ok()?)?))
+            })
+            .flatten();
+        let buf = Shared(std::sync::Arc::new(buf));
         let (file, iter) = if checked.pipe {
-            let r = PerfFileReader::parse_pipe(Cursor::new(buf)).map_err(|e| {
+            let r = PerfFileReader::parse_pipe(Cursor::new(buf.clone())).map_err(|e| {
                 binary(
                     PIPE_HEADER_LEN,
                     format!("expected the pipe-mode header records, got: {e}"),
@@ -358,7 +463,7 @@ impl<'a> Reader<'a> {
             })?;
             (r.perf_file, r.record_iter)
         } else {
-            let r = PerfFileReader::parse_file(Cursor::new(buf)).map_err(|e| {
+            let r = PerfFileReader::parse_file(Cursor::new(buf.clone())).map_err(|e| {
                 binary(0, format!("expected a readable perf.data header, got: {e}"))
             })?;
             (r.perf_file, r.record_iter)
@@ -516,9 +621,17 @@ impl<'a> Reader<'a> {
             .iter()
             .map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian))
             .collect();
+        let sample_types = file
+            .event_attributes()
+            .iter()
+            .map(|a| a.attr.sample_format.bits())
+            .collect();
         Ok(State {
             file,
             iter,
+            buf,
+            data,
+            sample_types,
             ctx: Ctx {
                 header,
                 parse_infos,
@@ -1485,6 +1598,9 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn fields(&self) -> Option<&[i64]> {
         Reader::fields(self)
+    }
+    fn typed_samples(&mut self) -> Result<Option<TypedSamples>, Error> {
+        Reader::typed_samples(self)
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-use lockcast_parsers::event::{CaptureHeader, Event};
+use lockcast_parsers::event::{CaptureHeader, Frame};
 use lockcast_parsers::payload;
 
 use crate::capture;
@@ -302,8 +302,41 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
     };
     let mut st = ReadState::default();
     rd.typed_fields(&TYPED);
-    while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
-        add_event(path, e, rd.fields(), &mut t, &mut st)?;
+    match rd.typed_samples().map_err(|e| Error::parse(path, e))? {
+        // a perf.data file read in one pass: no `Event` per sample
+        Some(all) => {
+            t.events.reserve(all.samples.len());
+            for s in &all.samples {
+                let (_, name) = &all.events[s.event as usize];
+                let ev = Ev {
+                    line: s.line,
+                    ts_ns: Some(s.ts_ns),
+                    ts_res_ns: 1,
+                    cpu: s.cpu,
+                    tid: s.tid,
+                    name,
+                    payload: all.payload_of(s),
+                    callchain: &[],
+                };
+                let typed = all.typed[s.event as usize].then(|| all.values_of(s));
+                add_event(path, &ev, typed, &mut t, &mut st)?;
+            }
+        }
+        None => {
+            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+                let ev = Ev {
+                    line: e.line,
+                    ts_ns: e.ts_ns,
+                    ts_res_ns: e.ts_res_ns,
+                    cpu: e.cpu,
+                    tid: e.tid,
+                    name: &e.name,
+                    payload: &e.payload,
+                    callchain: &e.callchain,
+                };
+                add_event(path, &ev, rd.fields(), &mut t, &mut st)?;
+            }
+        }
     }
     t.skipped_lines = rd.diagnostics().skipped;
     if let Some(h) = rd.header() {
@@ -326,17 +359,30 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
     Ok(t)
 }
 
+/// What [`add_event`] reads of an event, from an [`lockcast_parsers::event::Event`] or a perf.data file's
+/// [`lockcast_parsers::perf_data::TypedSample`].
+struct Ev<'a> {
+    line: u64,
+    ts_ns: Option<i64>,
+    ts_res_ns: u32,
+    cpu: Option<u32>,
+    tid: i32,
+    name: &'a str,
+    payload: &'a str,
+    callchain: &'a [Frame],
+}
+
 /// `typed`: the event's [`TYPED`] fields when the reader decoded them, else its payload text
 /// is parsed.
 fn add_event(
     path: &str,
-    e: Event,
+    e: &Ev,
     typed: Option<&[i64]>,
     t: &mut Trace,
     st: &mut ReadState,
 ) -> Result<()> {
     if t.slowpath_seen.is_none() {
-        for f in &e.callchain {
+        for f in e.callchain {
             if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
                 t.slowpath_seen = Some(Observation::Paravirt);
             } else if f.symbol.starts_with("queued_spin_lock_slowpath")
@@ -347,10 +393,10 @@ fn add_event(
         }
     }
     // `system:name` ends with `:` + the event's name (no split: this runs for every event)
-    if let Some(i) = TRACKED.iter().position(|n| {
-        n.strip_suffix(e.name.as_str())
-            .is_some_and(|sys| sys.ends_with(':'))
-    }) {
+    if let Some(i) = TRACKED
+        .iter()
+        .position(|n| n.strip_suffix(e.name).is_some_and(|sys| sys.ends_with(':')))
+    {
         t.seen[i] += 1;
         if !e.callchain.is_empty() {
             t.with_callchain += 1;
@@ -371,7 +417,7 @@ fn add_event(
             ))
         })
     };
-    let kind = match e.name.as_str() {
+    let kind = match e.name {
         "mm_page_alloc" => {
             let (pfn, order) = match typed {
                 // print fmt: `REC->pfn != -1UL ? REC->pfn : 0`
@@ -379,10 +425,10 @@ fn add_event(
                     Some(field(0)? as u64)
                         .filter(|&p| p != u64::MAX)
                         .unwrap_or(0),
-                    typed_order(path, &e, field(1)?)?,
+                    typed_order(path, e, field(1)?)?,
                 ),
                 None => {
-                    let p = payload::page_alloc(&e.payload).map_err(|x| bad("mm_page_alloc", x))?;
+                    let p = payload::page_alloc(e.payload).map_err(|x| bad("mm_page_alloc", x))?;
                     (p.pfn, p.order)
                 }
             };
@@ -400,12 +446,12 @@ fn add_event(
             let pfn = match typed {
                 Some(_) => field(0)? as u64,
                 None => {
-                    payload::lru_insertion(&e.payload)
+                    payload::lru_insertion(e.payload)
                         .map_err(|x| bad("mm_lru_insertion", x))?
                         .pfn
                 }
             };
-            let site = match drain_site(&e.callchain) {
+            let site = match drain_site(e.callchain) {
                 Some(name) => intern(&mut st.sites, &mut t.sites, name),
                 None => NO_SITE,
             };
@@ -413,9 +459,9 @@ fn add_event(
         }
         "mm_page_free" => {
             let (pfn, order) = match typed {
-                Some(_) => (field(0)? as u64, typed_order(path, &e, field(1)?)?),
+                Some(_) => (field(0)? as u64, typed_order(path, e, field(1)?)?),
                 None => {
-                    let p = payload::page_free(&e.payload).map_err(|x| bad("mm_page_free", x))?;
+                    let p = payload::page_free(e.payload).map_err(|x| bad("mm_page_free", x))?;
                     (p.pfn, p.order)
                 }
             };
@@ -430,18 +476,18 @@ fn add_event(
                 Some(_) => intern_addr(st, t, field(0)? as u64),
                 None => {
                     let printed = if begin {
-                        payload::contention_begin(&e.payload).map(|p| p.lock)
+                        payload::contention_begin(e.payload).map(|p| p.lock)
                     } else {
-                        payload::contention_end(&e.payload).map(|p| p.lock)
+                        payload::contention_end(e.payload).map(|p| p.lock)
                     };
-                    let printed = printed.map_err(|x| bad(&e.name, x))?;
+                    let printed = printed.map_err(|x| bad(e.name, x))?;
                     intern(&mut st.locks, &mut t.locks, printed)
                 }
             };
             if begin {
                 Kind::Begin {
                     lock,
-                    via: via_of(&e.callchain),
+                    via: via_of(e.callchain),
                 }
             } else {
                 Kind::End { lock }
@@ -452,8 +498,7 @@ fn add_event(
             let (behavior, start, len) = match typed {
                 Some(_) => (field(0)? as u32, field(1)? as u64, field(2)? as u64),
                 None => {
-                    let p =
-                        payload::madvise(&e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
+                    let p = payload::madvise(e.payload).map_err(|x| bad("sys_enter_madvise", x))?;
                     (p.behavior, p.start, p.len)
                 }
             };
@@ -526,7 +571,7 @@ fn order_u8(order: u32) -> u8 {
 
 /// An order field (`unsigned int`, printed `%d`): the text path refuses what `%d` prints
 /// negative, so this does too.
-fn typed_order(path: &str, e: &Event, v: i64) -> Result<u32> {
+fn typed_order(path: &str, e: &Ev, v: i64) -> Result<u32> {
     let o = v as u32;
     if (o as i32) < 0 {
         return Err(Error::Input(format!(

@@ -1,0 +1,459 @@
+//! Every sample of a whole perf.data file in one pass over its data section, for a reader that
+//! wants the typed fields of tracepoints ([`super::Reader::typed_fields`]) and nothing the
+//! record reader works out per event (call chains, command names, mappings): the what-if
+//! replay's seven events. The record reader sorts the records of each flush round, parses
+//! every record into its own structure and hands out an owned [`crate::event::Event`] (two
+//! strings) per sample; here a sample is a few integers read where `perf_event_open(2)` lays
+//! them out, and the samples are put in time order once at the end.
+//!
+//! Only for what that layout makes simple; anything else is `None` and the record reader
+//! reads the file as before ([`eligible`], and a record or sample this walk does not expect).
+//! The order is the record reader's: by timestamp, equal timestamps in file order (its sort
+//! key is the timestamp and then the record's offset).
+
+use super::typed::Plan;
+use super::{u16_at, u32_at, u64_at, Attr};
+
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_MMAP2: u32 = 10;
+const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+const PERF_RECORD_AUXTRACE: u32 = 71;
+/// perf's own record types run from 64 to here; `PERF_RECORD_COMPRESSED` (81) and
+/// `COMPRESSED2` (83) hold other records in zstd frames, which the record reader decompresses.
+const PERF_RECORD_FINISHED_INIT: u32 = 82;
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+// perf_event_attr.sample_type bits, in the order a sample lays their fields out
+const S_IP: u64 = 1 << 0;
+const S_TID: u64 = 1 << 1;
+const S_TIME: u64 = 1 << 2;
+const S_ADDR: u64 = 1 << 3;
+const S_READ: u64 = 1 << 4;
+const S_CALLCHAIN: u64 = 1 << 5;
+const S_ID: u64 = 1 << 6;
+const S_CPU: u64 = 1 << 7;
+const S_PERIOD: u64 = 1 << 8;
+const S_STREAM_ID: u64 = 1 << 9;
+const S_RAW: u64 = 1 << 10;
+const S_IDENTIFIER: u64 = 1 << 16;
+
+/// One sample, in the terms of [`crate::event::Event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypedSample {
+    /// 1-based rank among the file's samples in time order (`Event::line`).
+    pub line: u64,
+    /// `PERF_SAMPLE_TIME`, ns.
+    pub ts_ns: i64,
+    /// `PERF_SAMPLE_CPU`, when recorded.
+    pub cpu: Option<u32>,
+    /// `PERF_SAMPLE_TID`'s tid, -1 without it.
+    pub tid: i32,
+    /// `PERF_SAMPLE_TID`'s pid.
+    pub pid: Option<i32>,
+    /// Index of its event in [`TypedSamples::events`].
+    pub event: u32,
+    /// Its typed fields: `TypedSamples::values[at..at + n]`, `n` the fields asked of its event
+    /// (none for an event not asked for).
+    pub at: u32,
+    /// Its payload text, for an event not asked for: index in [`TypedSamples::payloads`]
+    /// ([`NO_PAYLOAD`] for an event asked for, or one without a format).
+    pub payload: u32,
+}
+
+/// [`TypedSample::payload`] of a sample without a payload text.
+pub const NO_PAYLOAD: u32 = u32::MAX;
+
+/// A file's samples ([`super::Reader::typed_samples`]).
+#[derive(Debug, Clone, Default)]
+pub struct TypedSamples {
+    /// Per event of the file: (system, name), as [`crate::event::Event`] names them.
+    pub events: Vec<(Option<String>, String)>,
+    /// Per event: its fields are decoded ([`super::Reader::typed_fields`] asked for it).
+    pub typed: Vec<bool>,
+    /// Per event: how many fields each of its samples has in `values`.
+    pub fields: Vec<u32>,
+    /// The samples, in time order.
+    pub samples: Vec<TypedSample>,
+    /// Typed fields of all samples, in file order.
+    pub values: Vec<i64>,
+    /// Payload texts of samples of events not asked for, rendered as the record reader does.
+    pub payloads: Vec<String>,
+}
+
+impl TypedSamples {
+    /// The typed fields of `s`.
+    pub fn values_of(&self, s: &TypedSample) -> &[i64] {
+        let n = self.fields[s.event as usize] as usize;
+        &self.values[s.at as usize..s.at as usize + n]
+    }
+
+    /// The payload text of `s` (empty for a typed one).
+    pub fn payload_of(&self, s: &TypedSample) -> &str {
+        self.payloads
+            .get(s.payload as usize)
+            .map_or("", String::as_str)
+    }
+}
+
+/// What the walk counted besides the samples (the record reader's header counts).
+#[derive(Debug, Default)]
+pub(super) struct Counts {
+    pub lost_records: u64,
+    pub lost_kernel: u64,
+    pub lost_samples: u64,
+    /// Samples whose payload rendered raw (`[FAILED TO PARSE]`).
+    pub unparsed: u64,
+}
+
+/// Whether every attr's samples have the layout this walk reads: no `READ` or `CALLCHAIN`
+/// (variable fields before `RAW`), a timestamp, and a way to tell the attr of a sample
+/// (one attr, `IDENTIFIER` in all, or `ID` at one offset in all).
+pub(super) fn eligible(sample_types: &[u64]) -> bool {
+    let Some(&first) = sample_types.first() else {
+        return false;
+    };
+    let plain = sample_types
+        .iter()
+        .all(|&t| t & (S_READ | S_CALLCHAIN) == 0 && t & S_TIME != 0);
+    let told = sample_types.len() == 1
+        || sample_types.iter().all(|&t| t & S_IDENTIFIER != 0)
+        || (first & S_ID != 0
+            && sample_types
+                .iter()
+                .all(|&t| id_offset(t) == id_offset(first)));
+    plain && told
+}
+
+/// Offset of `PERF_SAMPLE_ID` in a sample body of this layout.
+fn id_offset(t: u64) -> usize {
+    [S_IDENTIFIER, S_IP, S_TID, S_TIME, S_ADDR]
+        .iter()
+        .filter(|&&b| t & b != 0)
+        .count()
+        * 8
+}
+
+/// Walk the records of `data` (the data section, records whole: the file was checked), decode
+/// every sample, and sort them. `None`: something here needs the record reader.
+pub(super) fn walk(
+    data: &[u8],
+    sample_types: &[u64],
+    attrs: &[Attr],
+    attr_of_id: &std::collections::HashMap<u64, usize>,
+    plan: &Plan,
+    counts: &mut Counts,
+) -> Option<TypedSamples> {
+    let mut out = TypedSamples {
+        events: attrs
+            .iter()
+            .map(|a| (a.system.clone(), a.name.clone()))
+            .collect(),
+        typed: (0..attrs.len()).map(|i| plan.covers(i)).collect(),
+        fields: vec![0; attrs.len()],
+        ..TypedSamples::default()
+    };
+    // (timestamp, sample) in file order: the sort below is stable
+    let mut keyed: Vec<(u64, TypedSample)> = Vec::with_capacity(data.len() / 64);
+    let mut vals = Vec::new();
+    let mut pos = 0usize;
+    while pos + 8 <= data.len() {
+        let ty = u32_at(data, pos)?;
+        let misc = u16_at(data, pos + 4)?;
+        let size = usize::from(u16_at(data, pos + 6)?);
+        let mut next = pos.checked_add(size)?;
+        if size < 8 || next > data.len() {
+            return None;
+        }
+        let body = &data[pos + 8..next];
+        match ty {
+            PERF_RECORD_SAMPLE => {
+                let s = sample(body, sample_types, attr_of_id)?;
+                let ai = s.attr;
+                let mut ts = TypedSample {
+                    line: 0,
+                    ts_ns: s.time as i64,
+                    cpu: s.cpu,
+                    tid: s.tid.unwrap_or(-1),
+                    pid: s.pid,
+                    event: u32::try_from(ai).ok()?,
+                    at: u32::try_from(out.values.len()).ok()?,
+                    payload: NO_PAYLOAD,
+                };
+                if plan.covers(ai) {
+                    // a field the format cannot give, or a payload too short for it: the
+                    // record reader says which sample, in its words
+                    plan.decode(ai, s.raw.unwrap_or(&[]), false, &mut vals)
+                        .ok()?;
+                    *out.fields.get_mut(ai)? = vals.len() as u32;
+                    out.values.extend_from_slice(&vals);
+                } else if let (Some((fmt, pf)), Some(raw)) = (&attrs.get(ai)?.format, s.raw) {
+                    let rec = super::Record {
+                        data: raw,
+                        format: fmt,
+                        big_endian: false,
+                    };
+                    let mut text = match pf.as_ref().and_then(|p| p.render(&rec)) {
+                        Some(t) => t,
+                        None => {
+                            counts.unparsed += 1;
+                            super::print_fmt::render_raw(&rec)
+                        }
+                    };
+                    text.truncate(text.trim_end().len());
+                    ts.payload = u32::try_from(out.payloads.len()).ok()?;
+                    out.payloads.push(text);
+                }
+                keyed.push((s.time, ts));
+            }
+            PERF_RECORD_LOST => {
+                // struct { u64 id; u64 lost; }
+                counts.lost_records += 1;
+                counts.lost_kernel = counts.lost_kernel.saturating_add(u64_at(body, 8)?);
+            }
+            PERF_RECORD_LOST_SAMPLES => {
+                counts.lost_samples = counts.lost_samples.saturating_add(u64_at(body, 0)?);
+            }
+            PERF_RECORD_MMAP2
+                if misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0
+                    && body.get(32).is_some_and(|&n| n > 20) =>
+            {
+                // the record reader counts it as a record that does not parse
+                return None;
+            }
+            PERF_RECORD_AUXTRACE => {
+                next = next.checked_add(usize::try_from(u64_at(data, pos + 8)?).ok()?)?;
+                if next > data.len() {
+                    return None;
+                }
+            }
+            // the kernel's records the record reader parses and this walk has no use for
+            // (mmap, comm, fork, exit, throttle, ..., text_poke) and perf's own (finished
+            // round, id index, thread and cpu maps, time conversion, ...), but not compressed
+            // ones; anything else (a type perf does not define) is the record reader's to say
+            1..=8 | 10..=12 | 14..=20 => {}
+            t if (64..=PERF_RECORD_FINISHED_INIT).contains(&t) && t != PERF_RECORD_COMPRESSED => {}
+            _ => return None,
+        }
+        pos = next;
+    }
+    if pos != data.len() {
+        return None;
+    }
+    keyed.sort_by_key(|&(t, _)| t);
+    out.samples = keyed
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, s))| TypedSample {
+            line: i as u64 + 1,
+            ..s
+        })
+        .collect();
+    Some(out)
+}
+
+/// A sample body's fields up to `RAW`.
+struct Sample<'a> {
+    attr: usize,
+    time: u64,
+    cpu: Option<u32>,
+    pid: Option<i32>,
+    tid: Option<i32>,
+    raw: Option<&'a [u8]>,
+}
+
+fn sample<'a>(
+    b: &'a [u8],
+    sample_types: &[u64],
+    attr_of_id: &std::collections::HashMap<u64, usize>,
+) -> Option<Sample<'a>> {
+    let first = sample_types[0];
+    let attr = if sample_types.len() == 1 {
+        0
+    } else {
+        let at = if first & S_IDENTIFIER != 0 {
+            0
+        } else {
+            id_offset(first)
+        };
+        *attr_of_id.get(&u64_at(b, at)?)?
+    };
+    let t = *sample_types.get(attr)?;
+    let mut p = 0usize;
+    let mut take = |bit: u64| -> Option<Option<u64>> {
+        if t & bit == 0 {
+            return Some(None);
+        }
+        let v = u64_at(b, p)?;
+        p += 8;
+        Some(Some(v))
+    };
+    take(S_IDENTIFIER)?;
+    take(S_IP)?;
+    let pid_tid = take(S_TID)?;
+    let time = take(S_TIME)??;
+    take(S_ADDR)?;
+    take(S_ID)?;
+    take(S_STREAM_ID)?;
+    // u32 cpu, u32 res: the low half (little-endian)
+    let cpu = take(S_CPU)?.map(|v| v as u32);
+    take(S_PERIOD)?;
+    let raw = if t & S_RAW != 0 {
+        let n = u32_at(b, p)? as usize;
+        Some(b.get(p + 4..(p + 4).checked_add(n)?)?)
+    } else {
+        None
+    };
+    Some(Sample {
+        attr,
+        time,
+        cpu,
+        pid: pid_tid.map(|v| v as u32 as i32),
+        tid: pid_tid.map(|v| (v >> 32) as u32 as i32),
+        raw,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::perf_data::tests::gunzip;
+    use crate::perf_data::{Options, Reader};
+
+    const WANT: [(&str, &[&str]); 4] = [
+        ("mm_page_alloc", &["pfn", "order"]),
+        ("mm_lru_insertion", &["pfn"]),
+        ("contention_begin", &["lock_addr"]),
+        ("contention_end", &["lock_addr", "ret"]),
+    ];
+
+    fn reader(bytes: Vec<u8>) -> Reader<'static> {
+        let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), Options::offline(false));
+        r.typed_fields(&WANT);
+        r
+    }
+
+    /// The one-pass walk gives what the record reader gives for the same file, sample by
+    /// sample (order, numbers, typed fields, the payload text of events not asked for), and the
+    /// same lost counts and notes.
+    #[test]
+    fn one_pass_gives_the_record_readers_samples() {
+        for (path, n) in [
+            // `perf script -i` of the same file: 66,447 lines, one per sample
+            ("fixtures/perfdata/micro-16K-replay/perf.data.gz", 66_447),
+            // 1,408 lines, with 2 LOST and 10 LOST_SAMPLES records (`perf report --stats`)
+            ("fixtures/perfdata/micro-16K-lost/perf.data.gz", 1_408),
+        ] {
+            let bytes = gunzip(path);
+            let mut slow = reader(bytes.clone());
+            let mut fast = reader(bytes);
+            let all = fast.typed_samples().unwrap().expect("read in one pass");
+            assert_eq!(all.samples.len(), n, "{path}");
+            for s in &all.samples {
+                let e = slow.next_event().unwrap().expect("as many events");
+                let (system, name) = &all.events[s.event as usize];
+                assert_eq!(
+                    (e.line, e.ts_ns, e.cpu, e.tid, e.pid),
+                    (s.line, Some(s.ts_ns), s.cpu, s.tid, s.pid),
+                    "{path}"
+                );
+                assert_eq!((&e.system, &e.name), (system, name));
+                let typed = all.typed[s.event as usize].then(|| all.values_of(s));
+                assert_eq!(slow.fields(), typed, "{path}:{}", e.line);
+                assert_eq!(e.payload, all.payload_of(s), "{path}:{}", e.line);
+            }
+            assert!(slow.next_event().unwrap().is_none());
+            assert_eq!(fast.next_event().unwrap(), None, "the reader is at its end");
+            let (hs, hf) = (slow.header().unwrap(), fast.header().unwrap());
+            assert!(hf.complete);
+            assert_eq!(
+                (hs.lost_records, hs.lost_kernel, hs.lost_samples),
+                (hf.lost_records, hf.lost_kernel, hf.lost_samples)
+            );
+            assert_eq!(slow.diagnostics().notes, fast.diagnostics().notes);
+        }
+        // the first sample as `perf script --ns` prints it:
+        // 24435 [001] 11637.240356491: kmem:mm_page_alloc: page=0x147f5c pfn=0x147f5c order=0 ...
+        let all = reader(gunzip("fixtures/perfdata/micro-16K-replay/perf.data.gz"))
+            .typed_samples()
+            .unwrap()
+            .unwrap();
+        let s = &all.samples[0];
+        assert_eq!(
+            (s.line, s.ts_ns, s.cpu, s.tid),
+            (1, 11_637_240_356_491, Some(1), 24_435)
+        );
+        assert_eq!(all.events[s.event as usize].1, "mm_page_alloc");
+        assert_eq!(all.values_of(s), [0x147f5c, 0]);
+        // kmem:mm_page_free is not asked for: its payload is the text perf prints
+        let free = all
+            .samples
+            .iter()
+            .find(|s| all.events[s.event as usize].1 == "mm_page_free")
+            .unwrap();
+        assert!(
+            all.payload_of(free).starts_with("page="),
+            "{}",
+            all.payload_of(free)
+        );
+        assert!(all.values_of(free).is_empty());
+        // and the lost file's counts are perf's: 2 LOST records, 10 LOST_SAMPLES
+        let mut r = reader(gunzip("fixtures/perfdata/micro-16K-lost/perf.data.gz"));
+        r.typed_samples().unwrap().unwrap();
+        assert_eq!(r.header().unwrap().lost_records, 2);
+    }
+
+    /// Files whose records need the record reader: `None`, and the reader then reads them
+    /// whole with `next_event`.
+    #[test]
+    fn pipe_compressed_and_call_chain_files_go_to_the_record_reader() {
+        for path in [
+            "fixtures/perfdata/micro-16K-pipe/perf.data.gz",
+            "fixtures/perfdata/micro-16K-z/perf.data.gz",
+            "fixtures/perfdata/micro-16K-g/perf.data.gz",
+        ] {
+            let bytes = gunzip(path);
+            let mut whole = reader(bytes.clone());
+            let mut n = 0;
+            while whole.next_event().unwrap().is_some() {
+                n += 1;
+            }
+            let mut r = reader(bytes);
+            assert!(r.typed_samples().unwrap().is_none(), "{path}");
+            let mut m = 0;
+            while r.next_event().unwrap().is_some() {
+                m += 1;
+            }
+            assert!(n > 1000, "{path}: {n}");
+            assert_eq!(m, n, "{path}");
+        }
+        // too late once the record reader began, and without typed fields asked for
+        let bytes = gunzip("fixtures/perfdata/micro-16K-replay/perf.data.gz");
+        let mut r = reader(bytes.clone());
+        r.next_event().unwrap();
+        assert!(r.typed_samples().unwrap().is_none());
+        let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), Options::offline(false));
+        assert!(r.typed_samples().unwrap().is_none());
+    }
+
+    #[test]
+    fn layouts_the_walk_reads() {
+        const IP_TID_TIME_ID_CPU_PERIOD_RAW: u64 =
+            S_IP | S_TID | S_TIME | S_ID | S_CPU | S_PERIOD | S_RAW;
+        assert!(eligible(&[IP_TID_TIME_ID_CPU_PERIOD_RAW; 7]));
+        assert_eq!(id_offset(IP_TID_TIME_ID_CPU_PERIOD_RAW), 24);
+        // a call chain comes before the payload; without a timestamp there is no order
+        assert!(!eligible(&[IP_TID_TIME_ID_CPU_PERIOD_RAW | S_CALLCHAIN]));
+        assert!(!eligible(&[S_TID | S_RAW]));
+        // two layouts: the id must sit at one offset, or come first (IDENTIFIER)
+        assert!(!eligible(&[S_TIME | S_ID, S_TIME | S_ADDR | S_ID]));
+        assert!(eligible(&[
+            S_TIME | S_IDENTIFIER,
+            S_TIME | S_ADDR | S_IDENTIFIER
+        ]));
+        assert!(!eligible(&[]));
+    }
+}
