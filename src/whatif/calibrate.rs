@@ -638,10 +638,18 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         stalls_ns.clear();
     }
     stalls_ns.sort_unstable();
-    let (c0, c1) = ols(&s.pre_free).unwrap_or_else(|| {
-        let m = median(&s.pre_free.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(d_pre);
-        (m, 0.0)
-    });
+    // Free side: grant → first free against the batch's folios. A slope below zero says
+    // nothing per folio, and the intercept that comes with it is no hold: on a 128K capture
+    // one holder that stalled 73 µs before its first free, among 1.7-5.1 µs ones, turned the
+    // slope negative and made every free-side hold 25 µs (+660% total wait). Then, as with
+    // too few points, the hold is their median.
+    let (c0, c1) = match ols(&s.pre_free) {
+        Some((a, b)) if b >= 0.0 => (a, b),
+        _ => {
+            let m = median(&s.pre_free.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(d_pre);
+            (m, 0.0)
+        }
+    };
     // grant = release + gap, and grant = first free − (u − gap) ⇒ u = gap − (end − first free)
     let u = median(&s.end_before_free).map_or(0.0, |m| (gap - m).max(0.0));
     // Lazyfree holds (module docs). A traced one (the holder waited) runs from its
@@ -718,7 +726,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         n_during_lazy: s.during_lazy.len(),
         lazy_from_waiters: lazy_held.len() >= MIN_HELD_UP,
         c0_ns: c0,
-        c1_ns: c1.max(0.0),
+        c1_ns: c1,
         u_ns: u,
         post_quantile,
         n_spacing: s.add_spacing.len(),
@@ -813,6 +821,57 @@ mod tests {
         assert_eq!(quantile(&v, 0.125), Some(1.5));
         assert_eq!(median(&[]), None);
         assert_eq!(ols(&[(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), Some((1.0, 2.0)));
+    }
+
+    /// The free-side samples of a 128K `MADV_DONTNEED` matrix capture (lrufault -t 2 -s 64,
+    /// second pass): (folios, grant → first free) of its 25 traced free-side holds, one of
+    /// which stalled 73 µs. Least squares gives a negative slope and a 25 µs intercept; as a
+    /// hold that made the replay's total wait +660%. Without a slope the hold is the median.
+    #[test]
+    fn a_negative_free_side_slope_leaves_the_median_hold() {
+        let mut s = Samples {
+            pre_free: [
+                (7, 1662),
+                (5, 1963),
+                (31, 3836),
+                (31, 3846),
+                (28, 3846),
+                (19, 3846),
+                (31, 3855),
+                (31, 3866),
+                (31, 3866),
+                (31, 3866),
+                (31, 3875),
+                (31, 3896),
+                (31, 3905),
+                (31, 3906),
+                (31, 3916),
+                (31, 3925),
+                (31, 3926),
+                (7, 3936),
+                (31, 3986),
+                (31, 4116),
+                (31, 4787),
+                (31, 4887),
+                (31, 5088),
+                (31, 5098),
+                (2, 73200),
+            ]
+            .iter()
+            .map(|&(n, t)| (f64::from(n), f64::from(t)))
+            .collect(),
+            ..Samples::default()
+        };
+        let (a, b) = ols(&s.pre_free).unwrap();
+        assert!(b < 0.0 && a > 20_000.0, "{a} + {b}/folio");
+        let c = fit(&s, 0.975);
+        assert_eq!((c.c0_ns, c.c1_ns), (3905.0, 0.0));
+        // a positive slope is kept as fitted
+        s.pre_free.pop();
+        let (a, b) = ols(&s.pre_free).unwrap();
+        let c = fit(&s, 0.975);
+        assert!(b > 0.0);
+        assert_eq!((c.c0_ns, c.c1_ns), (a, b));
     }
 
     /// One waiter that began `x` after the holder's last insertion and waited `w`.
