@@ -62,6 +62,7 @@
 //! feature sections, come from [`Options::tracing_fallback`] or the running kernel's tracefs
 //! (what perf itself does), with a note saying so.
 
+mod abi;
 mod bulk;
 mod compact;
 pub mod kallsyms;
@@ -80,8 +81,13 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{DsoKey, Feature, PerfFileReader, PerfFileRecord, PerfRecordIter};
 
 use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
+
 use crate::event::{CaptureHeader, Event, Frame, Source};
 use crate::lines::ReaderOptions;
+use abi::{
+    PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_HEADER_FEATURE,
+    PERF_RECORD_HEADER_TRACING_DATA, PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP,
+};
 
 use print_fmt::{PrintFmt, Record};
 use tracing::{EventFormat, TracingData};
@@ -97,12 +103,7 @@ pub const MAGIC: &[u8] = b"PERFILE2";
 const FILE_HEADER_LEN: usize = 104;
 const PIPE_HEADER_LEN: u64 = 16;
 
-const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
-const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
-/// A feature section sent as a record in pipe mode: u64 feature id, then the section.
-const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 const HEADER_EVENT_DESC: u64 = 12;
-const PERF_RECORD_AUXTRACE: u32 = 71;
 const HEADER_TRACING_DATA_BIT: u32 = 1;
 
 /// Options of the perf.data reader beyond the common [`ReaderOptions`].
@@ -312,15 +313,7 @@ impl<'a> Reader<'a> {
         if self.finished {
             return Ok(None);
         }
-        if let Some(input) = self.input.take() {
-            match self.open(input) {
-                Ok(s) => self.state = Some(s),
-                Err(e) => {
-                    self.finished = true;
-                    return Err(e);
-                }
-            }
-        }
+        self.ensure_open()?;
         let Some(st) = self.state.as_mut() else {
             return Ok(None);
         };
@@ -350,15 +343,7 @@ impl<'a> Reader<'a> {
         if self.began || self.finished || self.typed.is_none() || self.only.is_some() {
             return Ok(None);
         }
-        if let Some(input) = self.input.take() {
-            match self.open(input) {
-                Ok(s) => self.state = Some(s),
-                Err(e) => {
-                    self.finished = true;
-                    return Err(e);
-                }
-            }
-        }
+        self.ensure_open()?;
         let Some(st) = self.state.as_mut() else {
             return Ok(None);
         };
@@ -399,6 +384,20 @@ impl<'a> Reader<'a> {
         self.began = true;
         self.finish();
         Ok(Some(out))
+    }
+
+    /// Read the input whole on first use ([`Reader::open`]); an error there ends the reader.
+    fn ensure_open(&mut self) -> Result<(), Error> {
+        if let Some(input) = self.input.take() {
+            match self.open(input) {
+                Ok(s) => self.state = Some(s),
+                Err(e) => {
+                    self.finished = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// At the end of the file: the header is complete, and the notes say what was skipped,
@@ -748,7 +747,6 @@ fn check_kallsyms(
 /// The kernel's MMAP record at `p` (pid -1, `[kernel.kallsyms]_text`): its reference symbol
 /// and address (pgoff), as perf synthesizes it (`perf_event__synthesize_kernel_mmap`).
 fn kernel_map_at(buf: &[u8], p: usize, end: usize) -> Option<(String, u64)> {
-    const PERF_RECORD_MMAP: u32 = 1;
     if u32_at(buf, p)? != PERF_RECORD_MMAP || u32_at(buf, p + 8)? != u32::MAX {
         return None;
     }
@@ -1269,7 +1267,6 @@ fn tracefs_formats(ids: &[u64]) -> Option<TracingData> {
 /// panic in debug builds, a wrong length in release ones), and an MMAP2 record's build-id
 /// length, which it asserts is at most 20. Such records are skipped and counted.
 fn parses_safely(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
-    const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
     if record.record_type == RecordType::MMAP2 {
         // pid, tid, addr, len, pgoff, then the build-id's length byte
         return record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID == 0

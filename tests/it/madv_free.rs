@@ -251,21 +251,11 @@ fn without_the_madvise_events_the_uncovered_waits_name_them() {
 /// waiter now counts for a traced hold only when it began within its call's time per hold.
 #[test]
 fn lazyfree_holds_fit_inside_their_calls() {
-    use lockcast::whatif::trace::{self, Kind};
-    let path = fixture("matrix/lrufault-16K-t4-s16-l10-free-record-r3/perf.data.zst")
-        .to_string_lossy()
-        .into_owned();
-    let t = trace::read(&path, false).expect("read");
-    let lock = t
-        .locks
-        .iter()
-        .position(|l| l == "0xffff8881a2f62a98")
-        .expect("lru_lock") as u32;
+    use lockcast::whatif::trace::Kind;
+    let (path, t, lock) = matrix_trace("lrufault-16K-t4-s16-l10-free-record-r3");
     // From the raw events: the time the tasks spent inside MADV_FREE, and the lock's waits.
     let mut enter: HashMap<i32, i64> = HashMap::new();
     let (mut calls, mut in_calls) = (0u64, 0i64);
-    let mut begun: HashMap<u32, i64> = HashMap::new();
-    let (mut waits, mut waited) = (0u64, 0i64);
     for e in &t.events {
         match e.kind {
             Kind::Lazyfree { enter: true } => {
@@ -277,18 +267,10 @@ fn lazyfree_holds_fit_inside_their_calls() {
                     in_calls += e.ts - a;
                 }
             }
-            Kind::Begin { lock: l, .. } if l == lock => {
-                begun.insert(e.cpu, e.ts);
-            }
-            Kind::End { lock: l } if l == lock => {
-                if let Some(b) = begun.remove(&e.cpu) {
-                    waits += 1;
-                    waited += e.ts - b;
-                }
-            }
             _ => {}
         }
     }
+    let (waits, waited) = raw_waits(&t, lock);
     // 4 threads x 10 loops
     assert_eq!(calls, 40);
     let o = run(&path, "baseline", &[]);
@@ -310,13 +292,58 @@ fn lazyfree_holds_fit_inside_their_calls() {
         o.calibration.lazy_hold_ns
     );
     // The replay is rough here (+36% waits, +55% total wait), where it was +809% and +1707%.
-    let err = |p: f64, m: f64| (p - m) / m;
-    let c = err(o.replayed.contended as f64, waits as f64);
-    let w = err(o.replayed.total_wait_ns.0 as f64, waited as f64);
+    let (c, w) = replay_errors(&o, waits, waited);
     assert!(
         c.abs() < 0.6 && w.abs() < 0.8,
         "contended {c:+.2}, total wait {w:+.2}"
     );
+}
+
+/// A bundled matrix capture (`fixtures/matrix/DIR/perf.data.zst`) as the replay reads it, and
+/// the id of its `lru_lock`.
+fn matrix_trace(dir: &str) -> (String, lockcast::whatif::trace::Trace, u32) {
+    let path = fixture(&format!("matrix/{dir}/perf.data.zst"))
+        .to_string_lossy()
+        .into_owned();
+    let t = lockcast::whatif::trace::read(&path, false).expect("read");
+    let lock = t
+        .locks
+        .iter()
+        .position(|l| l == "0xffff8881a2f62a98")
+        .expect("lru_lock") as u32;
+    (path, t, lock)
+}
+
+/// The lock's waits counted from the raw events (each `contention_begin` paired with its
+/// CPU's next `contention_end`): how many, and their sum in ns.
+fn raw_waits(t: &lockcast::whatif::trace::Trace, lock: u32) -> (u64, i64) {
+    use lockcast::whatif::trace::Kind;
+    let mut begun: HashMap<u32, i64> = HashMap::new();
+    let (mut waits, mut waited) = (0u64, 0i64);
+    for e in &t.events {
+        match e.kind {
+            Kind::Begin { lock: l, .. } if l == lock => {
+                begun.insert(e.cpu, e.ts);
+            }
+            Kind::End { lock: l } if l == lock => {
+                if let Some(b) = begun.remove(&e.cpu) {
+                    waits += 1;
+                    waited += e.ts - b;
+                }
+            }
+            _ => {}
+        }
+    }
+    (waits, waited)
+}
+
+/// The no-change replay's relative error against the raw waits: (contended, total wait).
+fn replay_errors(o: &lockcast::whatif::Outcome, waits: u64, waited: i64) -> (f64, f64) {
+    let err = |p: f64, m: f64| (p - m) / m;
+    (
+        err(o.replayed.contended as f64, waits as f64),
+        err(o.replayed.total_wait_ns.0 as f64, waited as f64),
+    )
 }
 
 /// A matrix capture (`fixtures/matrix/lrufault-32K-t4-s16-l10-free-record-r1`, 4 threads on 2
@@ -329,21 +356,12 @@ fn lazyfree_holds_fit_inside_their_calls() {
 /// already were of the stalls.
 #[test]
 fn waiters_inside_a_madv_free_call_do_not_lengthen_add_holds() {
-    use lockcast::whatif::trace::{self, Kind};
-    let path = fixture("matrix/lrufault-32K-t4-s16-l10-free-record-r1/perf.data.zst")
-        .to_string_lossy()
-        .into_owned();
-    let t = trace::read(&path, false).expect("read");
-    let lock = t
-        .locks
-        .iter()
-        .position(|l| l == "0xffff8881a2f62a98")
-        .expect("lru_lock") as u32;
+    use lockcast::whatif::trace::Kind;
+    let (path, t, lock) = matrix_trace("lrufault-32K-t4-s16-l10-free-record-r1");
     // From the raw events: the lock's waits, and those that began while another CPU had a
     // MADV_FREE call open.
     let mut open: HashMap<i32, u32> = HashMap::new();
-    let mut begun: HashMap<u32, i64> = HashMap::new();
-    let (mut waits, mut waited, mut in_calls) = (0u64, 0i64, 0u64);
+    let mut in_calls = 0u64;
     for e in &t.events {
         match e.kind {
             Kind::Lazyfree { enter: true } => {
@@ -352,21 +370,13 @@ fn waiters_inside_a_madv_free_call_do_not_lengthen_add_holds() {
             Kind::Lazyfree { enter: false } => {
                 open.remove(&e.tid);
             }
-            Kind::Begin { lock: l, .. } if l == lock => {
-                begun.insert(e.cpu, e.ts);
-                if open.values().any(|&c| c != e.cpu) {
-                    in_calls += 1;
-                }
-            }
-            Kind::End { lock: l } if l == lock => {
-                if let Some(b) = begun.remove(&e.cpu) {
-                    waits += 1;
-                    waited += e.ts - b;
-                }
+            Kind::Begin { lock: l, .. } if l == lock && open.values().any(|&c| c != e.cpu) => {
+                in_calls += 1;
             }
             _ => {}
         }
     }
+    let (waits, waited) = raw_waits(&t, lock);
     assert_eq!((waits, in_calls), (258, 228));
     let o = run(&path, "baseline", &[]);
     assert_eq!(
@@ -380,9 +390,7 @@ fn waiters_inside_a_madv_free_call_do_not_lengthen_add_holds() {
         o.calibration.pre_fast_ns,
         o.calibration.d_pre_ns
     );
-    let err = |p: f64, m: f64| (p - m) / m;
-    let c = err(o.replayed.contended as f64, waits as f64);
-    let w = err(o.replayed.total_wait_ns.0 as f64, waited as f64);
+    let (c, w) = replay_errors(&o, waits, waited);
     assert!(
         c.abs() < 0.15 && w.abs() < 0.15,
         "contended {c:+.3}, total wait {w:+.3}"

@@ -14,30 +14,14 @@
 use super::typed::Plan;
 use super::{u16_at, u32_at, u64_at, Attr};
 
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_SAMPLE: u32 = 9;
-const PERF_RECORD_MMAP2: u32 = 10;
-const PERF_RECORD_LOST_SAMPLES: u32 = 13;
-const PERF_RECORD_AUXTRACE: u32 = 71;
-/// perf's own record types run from 64 to here; `PERF_RECORD_COMPRESSED` (81) and
-/// `COMPRESSED2` (83) hold other records in zstd frames, which the record reader decompresses.
-const PERF_RECORD_FINISHED_INIT: u32 = 82;
-const PERF_RECORD_COMPRESSED: u32 = 81;
-const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
-
-// perf_event_attr.sample_type bits, in the order a sample lays their fields out
-const S_IP: u64 = 1 << 0;
-const S_TID: u64 = 1 << 1;
-const S_TIME: u64 = 1 << 2;
-const S_ADDR: u64 = 1 << 3;
-const S_READ: u64 = 1 << 4;
-const S_CALLCHAIN: u64 = 1 << 5;
-const S_ID: u64 = 1 << 6;
-const S_CPU: u64 = 1 << 7;
-const S_PERIOD: u64 = 1 << 8;
-const S_STREAM_ID: u64 = 1 << 9;
-const S_RAW: u64 = 1 << 10;
-const S_IDENTIFIER: u64 = 1 << 16;
+use super::abi::sample::{
+    id_at, ADDR, CALLCHAIN, CPU, ID, IDENTIFIER, IP, PERIOD, RAW, READ, STREAM_ID, TID, TIME,
+};
+use super::abi::{
+    PERF_RECORD_AUXTRACE, PERF_RECORD_COMPRESSED, PERF_RECORD_FINISHED_INIT, PERF_RECORD_LOST,
+    PERF_RECORD_LOST_SAMPLES, PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP2,
+    PERF_RECORD_SAMPLE,
+};
 
 /// One sample, in the terms of [`crate::event::Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,23 +100,10 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
     };
     let plain = sample_types
         .iter()
-        .all(|&t| t & (S_READ | S_CALLCHAIN) == 0 && t & S_TIME != 0);
+        .all(|&t| t & (READ | CALLCHAIN) == 0 && t & TIME != 0);
     let told = sample_types.len() == 1
-        || sample_types.iter().all(|&t| t & S_IDENTIFIER != 0)
-        || (first & S_ID != 0
-            && sample_types
-                .iter()
-                .all(|&t| id_offset(t) == id_offset(first)));
+        || (id_at(first).is_some() && sample_types.iter().all(|&t| id_at(t) == id_at(first)));
     plain && told
-}
-
-/// Offset of `PERF_SAMPLE_ID` in a sample body of this layout.
-fn id_offset(t: u64) -> usize {
-    [S_IDENTIFIER, S_IP, S_TID, S_TIME, S_ADDR]
-        .iter()
-        .filter(|&&b| t & b != 0)
-        .count()
-        * 8
 }
 
 /// Walk the records of `data` (the data section, records whole: the file was checked), decode
@@ -154,8 +125,8 @@ pub(super) fn walk(
         fields: vec![0; attrs.len()],
         ..TypedSamples::default()
     };
-    // (timestamp, sample) in file order: the sort below is stable
-    let mut keyed: Vec<(u64, TypedSample)> = Vec::with_capacity(data.len() / 64);
+    // in file order: the sort below is stable
+    out.samples.reserve(data.len() / 64);
     let mut vals = Vec::new();
     let mut pos = 0usize;
     while pos + 8 <= data.len() {
@@ -169,7 +140,7 @@ pub(super) fn walk(
         let body = &data[pos + 8..next];
         match ty {
             PERF_RECORD_SAMPLE => {
-                let s = sample(body, sample_types, attr_of_id)?;
+                let s = read_sample(body, sample_types, attr_of_id)?;
                 let ai = s.attr;
                 let mut ts = TypedSample {
                     line: 0,
@@ -205,7 +176,7 @@ pub(super) fn walk(
                     ts.payload = u32::try_from(out.payloads.len()).ok()?;
                     out.payloads.push(text);
                 }
-                keyed.push((s.time, ts));
+                out.samples.push(ts);
             }
             PERF_RECORD_LOST => {
                 // struct { u64 id; u64 lost; }
@@ -241,15 +212,11 @@ pub(super) fn walk(
     if pos != data.len() {
         return None;
     }
-    keyed.sort_by_key(|&(t, _)| t);
-    out.samples = keyed
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, s))| TypedSample {
-            line: i as u64 + 1,
-            ..s
-        })
-        .collect();
+    // the record reader's key: the u64 timestamp, then the file offset
+    out.samples.sort_by_key(|s| s.ts_ns as u64);
+    for (i, s) in out.samples.iter_mut().enumerate() {
+        s.line = i as u64 + 1;
+    }
     Some(out)
 }
 
@@ -263,7 +230,7 @@ struct Sample<'a> {
     raw: Option<&'a [u8]>,
 }
 
-fn sample<'a>(
+fn read_sample<'a>(
     b: &'a [u8],
     sample_types: &[u64],
     attr_of_id: &std::collections::HashMap<u64, usize>,
@@ -272,12 +239,7 @@ fn sample<'a>(
     let attr = if sample_types.len() == 1 {
         0
     } else {
-        let at = if first & S_IDENTIFIER != 0 {
-            0
-        } else {
-            id_offset(first)
-        };
-        *attr_of_id.get(&u64_at(b, at)?)?
+        *attr_of_id.get(&u64_at(b, id_at(first)?)?)?
     };
     let t = *sample_types.get(attr)?;
     let mut p = 0usize;
@@ -289,17 +251,17 @@ fn sample<'a>(
         p += 8;
         Some(Some(v))
     };
-    take(S_IDENTIFIER)?;
-    take(S_IP)?;
-    let pid_tid = take(S_TID)?;
-    let time = take(S_TIME)??;
-    take(S_ADDR)?;
-    take(S_ID)?;
-    take(S_STREAM_ID)?;
+    take(IDENTIFIER)?;
+    take(IP)?;
+    let pid_tid = take(TID)?;
+    let time = take(TIME)??;
+    take(ADDR)?;
+    take(ID)?;
+    take(STREAM_ID)?;
     // u32 cpu, u32 res: the low half (little-endian)
-    let cpu = take(S_CPU)?.map(|v| v as u32);
-    take(S_PERIOD)?;
-    let raw = if t & S_RAW != 0 {
+    let cpu = take(CPU)?.map(|v| v as u32);
+    take(PERIOD)?;
+    let raw = if t & RAW != 0 {
         let n = u32_at(b, p)? as usize;
         Some(b.get(p + 4..(p + 4).checked_add(n)?)?)
     } else {
@@ -441,19 +403,17 @@ mod tests {
 
     #[test]
     fn layouts_the_walk_reads() {
-        const IP_TID_TIME_ID_CPU_PERIOD_RAW: u64 =
-            S_IP | S_TID | S_TIME | S_ID | S_CPU | S_PERIOD | S_RAW;
+        const IP_TID_TIME_ID_CPU_PERIOD_RAW: u64 = IP | TID | TIME | ID | CPU | PERIOD | RAW;
         assert!(eligible(&[IP_TID_TIME_ID_CPU_PERIOD_RAW; 7]));
-        assert_eq!(id_offset(IP_TID_TIME_ID_CPU_PERIOD_RAW), 24);
+        assert_eq!(id_at(IP_TID_TIME_ID_CPU_PERIOD_RAW), Some(24));
+        assert_eq!(id_at(TIME | ADDR | IDENTIFIER), Some(0));
+        assert_eq!(id_at(IP | TIME), None);
         // a call chain comes before the payload; without a timestamp there is no order
-        assert!(!eligible(&[IP_TID_TIME_ID_CPU_PERIOD_RAW | S_CALLCHAIN]));
-        assert!(!eligible(&[S_TID | S_RAW]));
+        assert!(!eligible(&[IP_TID_TIME_ID_CPU_PERIOD_RAW | CALLCHAIN]));
+        assert!(!eligible(&[TID | RAW]));
         // two layouts: the id must sit at one offset, or come first (IDENTIFIER)
-        assert!(!eligible(&[S_TIME | S_ID, S_TIME | S_ADDR | S_ID]));
-        assert!(eligible(&[
-            S_TIME | S_IDENTIFIER,
-            S_TIME | S_ADDR | S_IDENTIFIER
-        ]));
+        assert!(!eligible(&[TIME | ID, TIME | ADDR | ID]));
+        assert!(eligible(&[TIME | IDENTIFIER, TIME | ADDR | IDENTIFIER]));
         assert!(!eligible(&[]));
     }
 }

@@ -23,23 +23,15 @@ use std::collections::HashMap;
 
 use super::{attr_ids, feature_entry, sect, tracing, u16_at, u32_at, u64_at};
 
-/// `perf_event_attr.sample_type` bits (include/uapi/linux/perf_event.h).
-const IP: u64 = 1 << 0;
-const TID: u64 = 1 << 1;
-const TIME: u64 = 1 << 2;
-const ADDR: u64 = 1 << 3;
-const ID: u64 = 1 << 6;
-const CPU: u64 = 1 << 7;
-const STREAM_ID: u64 = 1 << 9;
-const IDENTIFIER: u64 = 1 << 16;
+use super::abi::sample::{id_at, CPU, ID, IDENTIFIER, IP, STREAM_ID, TID, TIME};
+use super::abi::{
+    PERF_RECORD_AUXTRACE, PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2,
+    PERF_RECORD_FINISHED_ROUND, PERF_RECORD_SAMPLE,
+};
+
 /// `perf_event_attr` flag bit `sample_id_all` (after disabled .. mmap_data).
 const SAMPLE_ID_ALL: u64 = 1 << 18;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
-const PERF_RECORD_SAMPLE: u32 = 9;
-const PERF_RECORD_AUXTRACE: u32 = 71;
-const PERF_RECORD_FINISHED_ROUND: u32 = 68;
-const PERF_RECORD_COMPRESSED: u32 = 81;
-const PERF_RECORD_COMPRESSED2: u32 = 83;
 
 /// What [`drop_samples`] did.
 pub(super) struct Dropped {
@@ -87,13 +79,7 @@ pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
     }
     let count = |flags: &[u64]| 8 * flags.iter().filter(|f| st & **f != 0).count();
     let sample_time = count(&[IDENTIFIER, IP, TID]);
-    let sample_id = if st & IDENTIFIER != 0 {
-        Some(0)
-    } else if st & ID != 0 {
-        Some(count(&[IP, TID, TIME, ADDR]))
-    } else {
-        None
-    };
+    let sample_id = id_at(st);
     // sample_id_all of the other records: tid, time, id, stream_id, cpu, identifier at the end
     let other_time_from_end = 8 + count(&[ID, STREAM_ID, CPU, IDENTIFIER]);
     let attr_of: HashMap<u64, usize> = attr_ids(buf);
