@@ -21,15 +21,35 @@ pub struct InputSpec {
 }
 
 /// The capture files a capture directory may hold, in the order one is picked: what
-/// `lockcast record` writes, then what the fixture scripts write.
-pub const CAPTURE_NAMES: [&str; 6] = [
+/// `lockcast record` writes, then what the fixture scripts write (`perf script --ns`), then
+/// what the validation matrix's trace-cmd recipe writes (`trace-cmd report -t`).
+pub const CAPTURE_NAMES: [&str; 9] = [
     "perf.data",
     "perf.data.gz",
     "perf.data.zst",
     "script-ns.txt",
     "script-ns.txt.gz",
     "script-ns.txt.zst",
+    "report-t.txt",
+    "report-t.txt.gz",
+    "report-t.txt.zst",
 ];
+
+/// What opening a directory with none of [`CAPTURE_NAMES`] in it says.
+fn no_capture_in(path: &str) -> Error {
+    let dat = std::path::Path::new(path).join("trace.dat").is_file();
+    Error::Input(format!(
+        "{path}: a directory, with none of the capture files lockcast looks for in one ({}){}; \
+         pass the capture file itself",
+        CAPTURE_NAMES.join(", "),
+        if dat {
+            "; its trace.dat is trace-cmd's binary format: read it with `trace-cmd report -t` \
+             and pass that text"
+        } else {
+            ""
+        }
+    ))
+}
 
 /// A capture directory stands for the capture in it (`lockcast record -o DIR`); any other
 /// path is itself.
@@ -88,6 +108,9 @@ pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option
     let (raw, len): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
         (Box::new(stdin_copy()?), None)
     } else {
+        if std::path::Path::new(path).is_dir() {
+            return Err(no_capture_in(path));
+        }
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = f.metadata().ok().map(|m| m.len());
         (Box::new(f), len)
@@ -209,6 +232,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().to_string_lossy().into_owned();
         assert_eq!(resolve_dir(&dir), dir, "nothing in it: itself");
+        let e = open(&dir).err().unwrap().to_string();
+        assert!(
+            e.contains("none of the capture files") && e.contains("perf.data"),
+            "{e}"
+        );
+        std::fs::write(d.path().join("trace.dat"), b"").unwrap();
+        let e = open(&dir).err().unwrap().to_string();
+        assert!(e.contains("trace-cmd report -t"), "{e}");
+        std::fs::write(d.path().join("report-t.txt.gz"), b"").unwrap();
+        assert!(resolve_dir(&dir).ends_with("/report-t.txt.gz"));
         std::fs::write(d.path().join("script-ns.txt.gz"), b"").unwrap();
         assert!(resolve_dir(&dir).ends_with("/script-ns.txt.gz"));
         std::fs::write(d.path().join("perf.data"), b"").unwrap();
