@@ -108,6 +108,16 @@ def score_capture(binary, d):
                acquisitions=row["measured"]["acquisitions"])
     v = j.get("verdict") or row.get("verdict")
     if v:
+        # the total wait split at the tail cut (MODELS.md §5b): the body's error, and the
+        # tail's share of each side's total wait
+        t = v.get("tail")
+        if t:
+            out["err_wait_body"] = t.get("body_wait_error_pct")
+            out["tail_cut_ns"] = t["cut_ns"]
+            out["tail_measured"] = t["measured_waits"]
+            out["tail_replayed"] = t["replayed_waits"]
+            out["tail_share_measured"] = t["measured_wait_ns"] / mw * 100.0 if mw else None
+            out["tail_share_replayed"] = t["replayed_wait_ns"] / rw * 100.0 if rw else None
         out["verdict"] = v.get("level", "")
         out["verdict_reasons"] = "; ".join(v.get("reasons", []))[:300]
     out["notes"] = " | ".join(j.get("notes", []))[:400]
@@ -357,6 +367,26 @@ def write_md(path, src, binary, caps, pairs):
     for c in worst:
         w(f"| {c['id']} | {c['measured_contended']} | {c['replayed_contended']} | {fmt(c['err_contended'])} | "
           f"{fmt(c['err_wait'])} | {c.get('verdict', '-')} | {c.get('notes', '')[:160]} |")
+    split = [c for c in scored if c.get("err_wait_body") is not None and c.get("err_wait") is not None]
+    if split:
+        tot = sum(1 for c in split if abs(c["err_wait"]) <= GOOD_REPLAY)
+        body = sum(1 for c in split if abs(c["err_wait_body"]) <= GOOD_REPLAY)
+        tail_miss = [c for c in split if abs(c["err_wait"]) > GOOD_REPLAY
+                     and abs(c["err_wait_body"]) <= GOOD_REPLAY]
+        both = sum(1 for c in split if c.get("err_contended") is not None
+                   and abs(c["err_contended"]) <= GOOD_REPLAY and abs(c["err_wait_body"]) <= GOOD_REPLAY)
+        w(f"\nTotal wait split at the tail cut (the stall cut past the 99th-percentile modelled "
+          f"hold; the waits up to it, the body, against the capture's; reported, not a target; "
+          f"MODELS.md §5b), {len(split)} captures with a cut: total wait within "
+          f"{GOOD_REPLAY:.0f}% on {tot}, the body's wait on {body}; median abs error "
+          f"{st.median(abs(c['err_wait']) for c in split):.1f}% (total) / "
+          f"{st.median(abs(c['err_wait_body']) for c in split):.1f}% (body). On "
+          f"{len(tail_miss)} the total wait misses and the body does not: there the miss is in "
+          f"the tail (median share of the measured total wait above the cut "
+          f"{st.median(c.get('tail_share_measured') or 0 for c in tail_miss) if tail_miss else 0:.0f}%, "
+          f"of the replayed "
+          f"{st.median(c.get('tail_share_replayed') or 0 for c in tail_miss) if tail_miss else 0:.0f}%). "
+          f"Contended and the body's wait both within {GOOD_REPLAY:.0f}%: {both}.")
     refused = [c for c in caps if "refused" in c]
     if refused:
         w("\nRefused captures:\n")

@@ -176,6 +176,9 @@ fn verdict_text(o: &Outcome) -> String {
     if let Some(fit) = v.reasons.first() {
         s += &format!("    {fit}\n");
     }
+    if let Some(tail) = v.tail_reason() {
+        s += &format!("    {tail}\n");
+    }
     for w in &o.warnings {
         s += &format!("  warning: {}\n", w.message);
     }

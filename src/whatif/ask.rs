@@ -130,7 +130,7 @@ pub fn validate(policy: &str, base: &str, after: &str, set: &Set, a: &Ask) -> Re
         defaults(&at, &mut set)?;
     }
     let rec = reconstruct::reconstruct(&at, &a.engine.reconstruct)?;
-    let measured = super::measured(&rec);
+    let measured = super::measured(&rec, 0.0);
     let outcome = replay(policy, base, &set, a)?;
     Ok(Validation {
         outcome,

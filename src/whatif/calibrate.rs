@@ -115,6 +115,16 @@ pub struct Calibration {
     /// The stalls counted in `stall_share`.
     #[serde(default)]
     pub n_stalls: usize,
+    /// A traced wait longer than this is a stall candidate: `STALL_FACTOR` × the median wait of
+    /// the waiters after a holder's last insertion (their own path). 0 with no such waiter.
+    #[serde(default)]
+    pub stall_cut_ns: f64,
+    /// Where the verdict splits the total wait (MODELS.md §5b): `stall_cut_ns` past the hold this
+    /// calibration gives 99% of the capture's holds no more than, so that a wait above it is
+    /// longer than any usual hold explains. Set by the engine from the reconstruction (0: no
+    /// split).
+    #[serde(default)]
+    pub tail_cut_ns: f64,
     /// Each stall's excess, ns, ascending: a stalled replayed wait draws one.
     #[serde(skip)]
     pub stalls_ns: Vec<i64>,
@@ -717,6 +727,8 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
             stalls_ns.iter().sum::<i64>() as f64 / stalls_ns.len() as f64
         },
         n_stalls: stalls_ns.len(),
+        stall_cut_ns: stall_cut,
+        tail_cut_ns: 0.0,
         stalls_ns,
         d_pre_ns: d_pre,
         lazy_hold_ns: lazy_hold,

@@ -34,6 +34,13 @@ pub struct Metrics {
     pub all_wait_ns: Ns,
     /// Acquisitions that waited at all.
     pub slowpath: u64,
+    /// Traced waits longer than the calibration's tail cut
+    /// ([`super::calibrate::Calibration::tail_cut_ns`]; none when it is 0).
+    #[serde(default)]
+    pub tail_waits: u64,
+    /// Their sum.
+    #[serde(default)]
+    pub tail_wait_ns: Ns,
 }
 
 impl Metrics {
@@ -195,6 +202,12 @@ fn replay_with(
     let gap = cal.gap_stamp_ns();
     let wait_min = cal.wait_min_stamp_ns();
     let stall = Stalls::new(cal);
+    // waits above the stall cut are the tail the verdict reports apart (u64::MAX: no cut)
+    let tail_cut = if cal.tail_cut_ns > 0.0 {
+        cal.tail_cut_ns.round() as u64
+    } else {
+        u64::MAX
+    };
     let mut m = Metrics::default();
     // release of the last granted request, and its CPU
     let mut free_at = i64::MIN;
@@ -262,6 +275,10 @@ fn replay_with(
             m.contended += 1;
             m.total_wait_ns += w;
             m.max_wait_ns = m.max_wait_ns.max(w);
+            if w.0 > tail_cut {
+                m.tail_waits += 1;
+                m.tail_wait_ns += w;
+            }
             p.contended += 1;
             p.total_wait_ns += w;
         }

@@ -174,6 +174,8 @@ pub struct Reconstruction {
     pub measured_wait_ns: Ns,
     /// Longest traced wait on the lock.
     pub measured_max_wait_ns: Ns,
+    /// Every traced wait on the lock, ascending (the verdict splits them at the stall cut).
+    pub measured_waits: Vec<Ns>,
     /// Traced waits that could not be attached to a hold.
     pub unattached_waits: u64,
     /// Inserted folios whose `mm_page_alloc` is not in the trace.
@@ -252,6 +254,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let mut pending: IntMap<u32, Pending> = IntMap::default();
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
+    let mut measured_waits: Vec<Ns> = Vec::new();
     let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
         (0u64, Ns(0), Ns(0), 0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
@@ -390,6 +393,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                         contended += 1;
                         wait += w;
                         max_wait = max_wait.max(w);
+                        measured_waits.push(w);
                         let p = pending.entry(e.cpu).or_default();
                         if let Some(w) = p.replace((b, e.ts, via, e.tid)) {
                             drop_wait(&mut lazy_open, &mut unattached, &mut by_via, w);
@@ -449,6 +453,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         t.events.last().map(|e| e.ts).unwrap_or(0),
     );
     cpus.sort_unstable();
+    measured_waits.sort_unstable();
     Ok(Reconstruction {
         lock,
         lock_name: t.locks.get(lock as usize).cloned().unwrap_or_default(),
@@ -457,6 +462,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         measured_contended: contended,
         measured_wait_ns: wait,
         measured_max_wait_ns: max_wait,
+        measured_waits,
         unattached_waits: unattached,
         unknown_order: unknown,
         cpus,

@@ -29,5 +29,6 @@ mod seed;
 mod streaming;
 mod traces;
 mod usability;
+mod verdict_tail;
 mod whatif;
 mod whatif_stop;
