@@ -71,6 +71,11 @@ pub struct Samples {
     /// folio's (nothing but the lock and that folio between the holder's grant and its
     /// insertion): where a stall of the holder before the insertion shows.
     pub unplaced: Vec<Unplaced>,
+    /// (`contention_begin − holder's last insertion`, `contention_end − contention_begin`) of
+    /// waiters that began more than `NEAR` after another CPU's last insertion, that CPU doing
+    /// nothing traced until the grant and not inside a MADV_FREE call: the holder stopped
+    /// after its insertion, where only a stall keeps it (the stall's samples alone).
+    pub late_after_insert: Vec<(f64, f64)>,
 }
 
 /// A traced wait that began before its holder's insertion of one large folio.
@@ -396,6 +401,15 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         .map(|(i, h)| (h.first_ts, i))
         .collect();
     hold_starts.sort_unstable();
+    // (cpu, last event) of each add-side hold of one large folio: a hold that has nothing to do
+    // after its insertion but the release (a batch drain also moves the folios that died on
+    // it, with no event)
+    let single_large: std::collections::HashSet<(u32, i64)> = r
+        .holds
+        .iter()
+        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Large && h.folios == 1)
+        .map(|h| (h.cpu, h.last_ts))
+        .collect();
     let mut last_insert: IntMap<u32, i64> = IntMap::default();
     let mut last_kind_insert: IntMap<u32, bool> = IntMap::default();
     let mut begin: IntMap<u32, i64> = IntMap::default();
@@ -459,6 +473,23 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                     })
                     .map(|(_, ts)| *ts)
                     .max();
+                if holder_insert.is_none() {
+                    // the latest insertion of a CPU that has done nothing traced since
+                    let late = last_insert
+                        .iter()
+                        .filter(|(c, ts)| {
+                            **c != e.cpu && **ts <= b && last_kind_insert.get(c) == Some(&true)
+                        })
+                        .max_by_key(|(_, ts)| **ts);
+                    if let Some((&c, &li)) = late {
+                        if single_large.contains(&(c, li))
+                            && call_at(&calls, li, e.ts, |x| x == c).is_none()
+                        {
+                            s.late_after_insert
+                                .push(((b - li) as f64, (e.ts - b) as f64));
+                        }
+                    }
+                }
                 if let Some(li) = holder_insert {
                     s.end_after_insert.push((e.ts - li) as f64);
                     s.wait_after_insert
@@ -642,6 +673,18 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
                 .map(|e| e.round() as i64),
         );
     }
+    // A waiter that began long after another CPU's last insertion, that CPU silent until the
+    // grant: the holder stopped after its insertion; past the cut, a stall like those above.
+    if own_path_seen {
+        stalls_ns.extend(
+            s.late_after_insert
+                .iter()
+                .filter(|&&(_, w)| w > stall_cut)
+                .map(|&(x, w)| w - (post + gap - x).max(wait_min))
+                .filter(|&e| e > 0.0)
+                .map(|e| e.round() as i64),
+        );
+    }
     // A handful of stalls measure neither their share nor their length (one 50 µs stall among
     // 47 waiters is a 2% share at 46 µs): too few to replay, left out.
     if stalls_ns.len() < MIN_STALLS {
@@ -719,7 +762,8 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         stall_share: if s.wait_after_insert.is_empty() {
             0.0
         } else {
-            stalls_ns.len() as f64 / (s.wait_after_insert.len() + s.unplaced.len()) as f64
+            stalls_ns.len() as f64
+                / (s.wait_after_insert.len() + s.unplaced.len() + s.late_after_insert.len()) as f64
         },
         stall_mean_ns: if stalls_ns.is_empty() {
             0.0
@@ -801,6 +845,7 @@ pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
         during_lazy: pick(&s.during_lazy, rng),
         per_hold: s.per_hold.clone(),
         unplaced: pick(&s.unplaced, rng),
+        late_after_insert: pick(&s.late_after_insert, rng),
     }
 }
 
@@ -818,6 +863,7 @@ pub fn resample_draws(s: &Samples) -> usize {
         + s.lazy_folios.len()
         + s.during_lazy.len()
         + s.unplaced.len()
+        + s.late_after_insert.len()
 }
 
 #[cfg(test)]
@@ -994,6 +1040,37 @@ mod tests {
         // nine are too few to replay
         s.unplaced.pop();
         assert_eq!(fit(&s, 0.975).n_stalls, 0);
+    }
+
+    /// A waiter that began long after its holder's insertion of one large folio, the holder
+    /// silent until the grant (its release came that late): past the cut, a stall whose
+    /// excess is the wait beyond its floor; short ones are no stall but count in the share.
+    #[test]
+    fn a_holder_that_stalls_after_its_insertion_is_a_stall() {
+        let mut s = Samples::default();
+        for i in 0..=20 {
+            waiter(&mut s, f64::from(i) * 10.0, 100.0);
+        }
+        // cut = 4 × 100 = 400, floor = 100: 10 waits of 12 µs begun 8 µs after the insertion
+        s.late_after_insert = vec![(8_000.0, 12_100.0); 10];
+        s.late_after_insert.extend([(6_000.0, 300.0); 9]);
+        let c = fit(&s, 0.975);
+        assert_eq!((c.wait_min_ns, c.n_stalls), (100.0, 10));
+        assert_eq!(c.stalls_ns, vec![12_000; 10]);
+        // 10 of the 21 + 19 waits placed on a holder
+        assert_eq!(c.stall_share, 0.25);
+        // the late waiters leave the window, the floor and the gap alone
+        let plain = fit(
+            &Samples {
+                late_after_insert: Vec::new(),
+                ..s.clone()
+            },
+            0.975,
+        );
+        assert_eq!(
+            (c.post_ns, c.gap_ns, c.wait_min_ns),
+            (plain.post_ns, plain.gap_ns, plain.wait_min_ns)
+        );
     }
 
     /// A lazyfree hold measured on its waiters keeps that length after a traced grant, but on

@@ -79,7 +79,7 @@ fn the_tail_is_the_raw_waits_above_the_tail_cut() {
     );
 }
 
-/// lrufault 16K (bundled matrix capture) is reproduced within 4% on total wait, and half its
+/// lrufault 16K (bundled matrix capture) is reproduced within 3% on total wait, and half its
 /// wait is in waits past the cut, replayed as such: the split is in the JSON, its line is not
 /// among the reasons.
 #[test]
@@ -100,7 +100,76 @@ fn a_total_wait_within_the_target_gets_no_tail_line() {
         (tail.len() as u64, tail.iter().sum::<u64>())
     );
     assert_eq!(t.measured_waits, 150);
-    // the replay has its own tail here, within 5% of the measured one's count
+    // the replay has its own tail here (its stalls), within 15% of the measured one's count
     let (m, r) = (t.measured_waits as f64, t.replayed_waits as f64);
-    assert!((r - m).abs() / m < 0.05, "{r} vs {m}");
+    assert!((r - m).abs() / m < 0.15, "{r} vs {m}");
+}
+
+/// The waits the calibration takes as a holder stalled after its insertion (calibrate.rs,
+/// `late_after_insert`) are those found here from the raw events of a bundled 16K capture: a
+/// wait that began more than 5 µs after another CPU's insertion, that CPU silent from then to
+/// the grant, and that insertion the whole of an add hold of one large folio.
+#[test]
+fn a_holder_silent_long_after_its_insertion_is_found_from_the_raw_events() {
+    use lockcast::whatif::reconstruct::{self, Side, Trigger};
+    let path = fixture("matrix/lrufault-16K-t2-s64-l10-dontneed-record-r1/perf.data.zst")
+        .to_string_lossy()
+        .into_owned();
+    let t = lockcast::whatif::trace::read(&path, false).expect("read");
+    let lock = t
+        .locks
+        .iter()
+        .position(|l| l == "0xffff8881a2f62a98")
+        .expect("lru_lock") as u32;
+    let rec = reconstruct::reconstruct(&t, &Default::default()).expect("holds");
+    let single: std::collections::HashSet<(u32, i64)> = rec
+        .holds
+        .iter()
+        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Large && h.folios == 1)
+        .map(|h| (h.cpu, h.last_ts))
+        .collect();
+    // per CPU: its last insertion, and whether nothing but a wait for the lock came since
+    let mut last_insert: HashMap<u32, (i64, bool)> = HashMap::new();
+    let mut begun: HashMap<u32, i64> = HashMap::new();
+    let mut found = Vec::new();
+    for e in &t.events {
+        match e.kind {
+            Kind::Insert { .. } => {
+                last_insert.insert(e.cpu, (e.ts, true));
+            }
+            Kind::Begin { lock: l, .. } if l == lock => {
+                begun.insert(e.cpu, e.ts);
+            }
+            Kind::End { lock: l } if l == lock => {
+                if let Some(b) = begun.remove(&e.cpu) {
+                    let others = last_insert
+                        .iter()
+                        .filter(|(c, (ts, silent))| **c != e.cpu && *silent && *ts <= b);
+                    let near = others.clone().any(|(_, (ts, _))| b - ts < 5_000);
+                    let latest = others.max_by_key(|(_, (ts, _))| *ts);
+                    if let (false, Some((c, (li, _)))) = (near, latest) {
+                        if single.contains(&(*c, *li)) {
+                            found.push(((b - li) as f64, (e.ts - b) as f64));
+                        }
+                    }
+                }
+                if let Some(x) = last_insert.get_mut(&e.cpu) {
+                    x.1 = false;
+                }
+            }
+            _ => {
+                if let Some(x) = last_insert.get_mut(&e.cpu) {
+                    x.1 = false;
+                }
+            }
+        }
+    }
+    let s = lockcast::whatif::calibrate::samples(&t, &rec);
+    assert_eq!(s.late_after_insert, found);
+    assert_eq!(found.len(), 9);
+    // and those past the stall cut are stalls the replay draws
+    let o = run(&path, "baseline", &[]);
+    let cut = o.calibration.stall_cut_ns;
+    let late_stalls = found.iter().filter(|&&(_, w)| w > cut).count();
+    assert!(late_stalls > 0 && o.calibration.n_stalls >= late_stalls);
 }
