@@ -401,7 +401,7 @@ pub fn after(
             }
         }
         if unknown > 0 {
-            let s = share(on_unknown, rec.measured_contended);
+            let s = share(on_unknown, rec.measured_contended());
             w.push(Warning {
                 check: "no call chains".into(),
                 message: format!(

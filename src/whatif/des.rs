@@ -202,7 +202,7 @@ fn replay_with(
     let gap = cal.gap_stamp_ns();
     let wait_min = cal.wait_min_stamp_ns();
     let stall = Stalls::new(cal);
-    // waits above the stall cut are the tail the verdict reports apart (u64::MAX: no cut)
+    // waits above the tail cut are the tail the verdict reports apart (u64::MAX: no cut)
     let tail_cut = if cal.tail_cut_ns > 0.0 {
         cal.tail_cut_ns.round() as u64
     } else {

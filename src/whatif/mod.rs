@@ -661,15 +661,16 @@ pub fn measured(rec: &Reconstruction, tail_cut_ns: f64) -> Metrics {
     } else {
         &[]
     };
+    let (contended, wait) = (rec.measured_contended(), rec.measured_wait_ns());
     Metrics {
+        acquisitions: rec.holds.len() as u64,
+        contended,
+        total_wait_ns: wait,
+        max_wait_ns: rec.measured_max_wait_ns(),
+        all_wait_ns: wait,
+        slowpath: contended,
         tail_waits: tail.len() as u64,
         tail_wait_ns: tail.iter().copied().sum(),
-        acquisitions: rec.holds.len() as u64,
-        contended: rec.measured_contended,
-        total_wait_ns: rec.measured_wait_ns,
-        max_wait_ns: rec.measured_max_wait_ns,
-        all_wait_ns: rec.measured_wait_ns,
-        slowpath: rec.measured_contended,
     }
 }
 

@@ -168,13 +168,8 @@ pub struct Reconstruction {
     pub holds: Vec<Hold>,
     /// Folios added, in insertion order.
     pub faults: Vec<Fault>,
-    /// Measured traced contention on the lock: (count, total wait ns, max wait ns).
-    pub measured_contended: u64,
-    /// Sum of `contention_end − contention_begin` on the lock.
-    pub measured_wait_ns: Ns,
-    /// Longest traced wait on the lock.
-    pub measured_max_wait_ns: Ns,
-    /// Every traced wait on the lock, ascending (the verdict splits them at the stall cut).
+    /// Every traced wait on the lock (`contention_end − contention_begin`), ascending: the
+    /// measured contention, and the verdict splits it at the tail cut.
     pub measured_waits: Vec<Ns>,
     /// Traced waits that could not be attached to a hold.
     pub unattached_waits: u64,
@@ -194,6 +189,23 @@ pub struct Reconstruction {
     /// `madvise(MADV_FREE)` calls seen (their holds are in `holds`, side `Lazyfree`):
     /// (CPU, enter, exit, holds rebuilt).
     pub lazyfree_calls: Vec<(u32, i64, i64, u32)>,
+}
+
+impl Reconstruction {
+    /// Traced waits on the lock.
+    pub fn measured_contended(&self) -> u64 {
+        self.measured_waits.len() as u64
+    }
+
+    /// Their sum.
+    pub fn measured_wait_ns(&self) -> Ns {
+        self.measured_waits.iter().copied().sum()
+    }
+
+    /// The longest.
+    pub fn measured_max_wait_ns(&self) -> Ns {
+        self.measured_waits.last().copied().unwrap_or(Ns(0))
+    }
 }
 
 /// Per CPU: a finished traced wait (begin, end, path) not yet attached to a hold.
@@ -255,8 +267,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     let mut measured_waits: Vec<Ns> = Vec::new();
-    let (mut contended, mut wait, mut max_wait, mut unattached, mut unknown) =
-        (0u64, Ns(0), Ns(0), 0u64, 0u64);
+    let (mut unattached, mut unknown) = (0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
     let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
     // MADV_FREE: per task, the folios it faulted since its last call (kept only when the
@@ -390,9 +401,6 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                 if l == lock {
                     if let Some((b, via)) = waits.end(&e.cpu, e.ts) {
                         let w = Ns::between(b, e.ts);
-                        contended += 1;
-                        wait += w;
-                        max_wait = max_wait.max(w);
                         measured_waits.push(w);
                         let p = pending.entry(e.cpu).or_default();
                         if let Some(w) = p.replace((b, e.ts, via, e.tid)) {
@@ -459,9 +467,6 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         lock_name: t.locks.get(lock as usize).cloned().unwrap_or_default(),
         holds,
         faults,
-        measured_contended: contended,
-        measured_wait_ns: wait,
-        measured_max_wait_ns: max_wait,
         measured_waits,
         unattached_waits: unattached,
         unknown_order: unknown,

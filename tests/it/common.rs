@@ -412,3 +412,40 @@ pub fn perfdata_tables_equal(
     let _ = std::fs::remove_dir_all(&cache);
     rows
 }
+
+/// A bundled matrix capture (`fixtures/matrix/DIR/perf.data.zst`) as the replay reads it, and
+/// the id of its `lru_lock` (the matrix machine's address).
+pub fn matrix_trace(dir: &str) -> (String, lockcast::whatif::trace::Trace, u32) {
+    let path = fixture(&format!("matrix/{dir}/perf.data.zst"))
+        .to_string_lossy()
+        .into_owned();
+    let t = lockcast::whatif::trace::read(&path, false).expect("read");
+    let lock = t
+        .locks
+        .iter()
+        .position(|l| l == "0xffff8881a2f62a98")
+        .expect("lru_lock") as u32;
+    (path, t, lock)
+}
+
+/// Every wait on `lock` (ns), from the raw events: each `contention_begin` paired with its
+/// CPU's next `contention_end`, without the reconstruction.
+pub fn raw_waits(t: &lockcast::whatif::trace::Trace, lock: u32) -> Vec<i64> {
+    use lockcast::whatif::trace::Kind;
+    let mut begun = std::collections::HashMap::new();
+    let mut waits = Vec::new();
+    for e in &t.events {
+        match e.kind {
+            Kind::Begin { lock: l, .. } if l == lock => {
+                begun.insert(e.cpu, e.ts);
+            }
+            Kind::End { lock: l } if l == lock => {
+                if let Some(b) = begun.remove(&e.cpu) {
+                    waits.push(e.ts - b);
+                }
+            }
+            _ => {}
+        }
+    }
+    waits
+}

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 
 use lockcast::whatif::trace::Via;
 
-use crate::common::{fixture, whatif_run as run};
+use crate::common::{fixture, matrix_trace, raw_waits, whatif_run as run};
 
 fn capture(size: &str) -> String {
     fixture(&format!("replay-free/micro-{size}-r1/script-ns.txt.gz"))
@@ -270,7 +270,8 @@ fn lazyfree_holds_fit_inside_their_calls() {
             _ => {}
         }
     }
-    let (waits, waited) = raw_waits(&t, lock);
+    let raw = raw_waits(&t, lock);
+    let (waits, waited) = (raw.len() as u64, raw.iter().sum::<i64>());
     // 4 threads x 10 loops
     assert_eq!(calls, 40);
     let o = run(&path, "baseline", &[]);
@@ -297,44 +298,6 @@ fn lazyfree_holds_fit_inside_their_calls() {
         c.abs() < 0.6 && w.abs() < 0.8,
         "contended {c:+.2}, total wait {w:+.2}"
     );
-}
-
-/// A bundled matrix capture (`fixtures/matrix/DIR/perf.data.zst`) as the replay reads it, and
-/// the id of its `lru_lock`.
-fn matrix_trace(dir: &str) -> (String, lockcast::whatif::trace::Trace, u32) {
-    let path = fixture(&format!("matrix/{dir}/perf.data.zst"))
-        .to_string_lossy()
-        .into_owned();
-    let t = lockcast::whatif::trace::read(&path, false).expect("read");
-    let lock = t
-        .locks
-        .iter()
-        .position(|l| l == "0xffff8881a2f62a98")
-        .expect("lru_lock") as u32;
-    (path, t, lock)
-}
-
-/// The lock's waits counted from the raw events (each `contention_begin` paired with its
-/// CPU's next `contention_end`): how many, and their sum in ns.
-fn raw_waits(t: &lockcast::whatif::trace::Trace, lock: u32) -> (u64, i64) {
-    use lockcast::whatif::trace::Kind;
-    let mut begun: HashMap<u32, i64> = HashMap::new();
-    let (mut waits, mut waited) = (0u64, 0i64);
-    for e in &t.events {
-        match e.kind {
-            Kind::Begin { lock: l, .. } if l == lock => {
-                begun.insert(e.cpu, e.ts);
-            }
-            Kind::End { lock: l } if l == lock => {
-                if let Some(b) = begun.remove(&e.cpu) {
-                    waits += 1;
-                    waited += e.ts - b;
-                }
-            }
-            _ => {}
-        }
-    }
-    (waits, waited)
 }
 
 /// The no-change replay's relative error against the raw waits: (contended, total wait).
@@ -376,7 +339,8 @@ fn waiters_inside_a_madv_free_call_do_not_lengthen_add_holds() {
             _ => {}
         }
     }
-    let (waits, waited) = raw_waits(&t, lock);
+    let raw = raw_waits(&t, lock);
+    let (waits, waited) = (raw.len() as u64, raw.iter().sum::<i64>());
     assert_eq!((waits, in_calls), (258, 228));
     let o = run(&path, "baseline", &[]);
     assert_eq!(

@@ -7,42 +7,20 @@ use std::collections::HashMap;
 use lockcast::whatif::trace::Kind;
 use lockcast::whatif::verdict::TAIL_REASON;
 
-use crate::common::{fixture, whatif_run as run};
+use crate::common::{matrix_trace, raw_waits, whatif_run as run};
 
-/// Every wait on the lock (ns), from the raw events.
-fn raw_waits(path: &str, lock_name: &str) -> Vec<u64> {
-    let t = lockcast::whatif::trace::read(path, false).expect("read");
-    let lock = t
-        .locks
-        .iter()
-        .position(|l| l == lock_name)
-        .expect("lru_lock") as u32;
-    let mut begun: HashMap<u32, i64> = HashMap::new();
-    let mut waits = Vec::new();
-    for e in &t.events {
-        match e.kind {
-            Kind::Begin { lock: l, .. } if l == lock => {
-                begun.insert(e.cpu, e.ts);
-            }
-            Kind::End { lock: l } if l == lock => {
-                if let Some(b) = begun.remove(&e.cpu) {
-                    waits.push((e.ts - b) as u64);
-                }
-            }
-            _ => {}
-        }
-    }
-    waits
+/// The raw waits on a bundled matrix capture's `lru_lock`, ns: its path and them.
+fn matrix_waits(dir: &str) -> (String, Vec<u64>) {
+    let (path, t, lock) = matrix_trace(dir);
+    let waits = raw_waits(&t, lock).into_iter().map(|w| w as u64).collect();
+    (path, waits)
 }
 
 /// A foliochurn capture at 128K whose no-change replay misses the total wait by 76%: the split
 /// is the raw waits' own, and the verdict names it.
 #[test]
 fn the_tail_is_the_raw_waits_above_the_tail_cut() {
-    let path = fixture("matrix/foliochurn-128K-t2-s128-l300-dontneed-record-r1/perf.data.zst")
-        .to_string_lossy()
-        .into_owned();
-    let waits = raw_waits(&path, "0xffff8881a2f62a98");
+    let (path, waits) = matrix_waits("foliochurn-128K-t2-s128-l300-dontneed-record-r1");
     let o = run(&path, "baseline", &[]);
     let cut = o.calibration.tail_cut_ns.round() as u64;
     // the stall cut past the 99th-percentile modelled hold: a foliochurn drain of 31 folios
@@ -84,16 +62,13 @@ fn the_tail_is_the_raw_waits_above_the_tail_cut() {
 /// among the reasons.
 #[test]
 fn a_total_wait_within_the_target_gets_no_tail_line() {
-    let path = fixture("matrix/lrufault-16K-t2-s64-l10-dontneed-record-r1/perf.data.zst")
-        .to_string_lossy()
-        .into_owned();
+    let (path, waits) = matrix_waits("lrufault-16K-t2-s64-l10-dontneed-record-r1");
     let o = run(&path, "baseline", &[]);
     let e = o.verdict.replay_error_pct.total_wait.expect("measured");
     assert!(e.abs() <= 15.0, "{e}");
     assert!(o.verdict.tail_reason().is_none());
     assert!(!o.verdict.reasons.iter().any(|r| r.starts_with(TAIL_REASON)));
     let t = o.verdict.tail.expect("a cut");
-    let waits = raw_waits(&path, "0xffff8881a2f62a98");
     let tail: Vec<u64> = waits.iter().copied().filter(|&w| w > t.cut_ns).collect();
     assert_eq!(
         (t.measured_waits, t.measured_wait_ns),
@@ -112,15 +87,7 @@ fn a_total_wait_within_the_target_gets_no_tail_line() {
 #[test]
 fn a_holder_silent_long_after_its_insertion_is_found_from_the_raw_events() {
     use lockcast::whatif::reconstruct::{self, Side, Trigger};
-    let path = fixture("matrix/lrufault-16K-t2-s64-l10-dontneed-record-r1/perf.data.zst")
-        .to_string_lossy()
-        .into_owned();
-    let t = lockcast::whatif::trace::read(&path, false).expect("read");
-    let lock = t
-        .locks
-        .iter()
-        .position(|l| l == "0xffff8881a2f62a98")
-        .expect("lru_lock") as u32;
+    let (path, t, lock) = matrix_trace("lrufault-16K-t2-s64-l10-dontneed-record-r1");
     let rec = reconstruct::reconstruct(&t, &Default::default()).expect("holds");
     let single: std::collections::HashSet<(u32, i64)> = rec
         .holds
