@@ -193,9 +193,10 @@ def read_csv(path):
             for k, v in r.items():
                 if v == "":
                     continue
-                if k.startswith("err_"):
+                if k.startswith("err_") or k.endswith("_share") or k.startswith("tail_share_"):
                     out[k] = float(v)
-                elif k.endswith(("_contended", "_wait_ns", "_acquisitions")) or k in ("acquisitions", "n_stalls"):
+                elif k.endswith(("_contended", "_wait_ns", "_acquisitions")) or k in (
+                        "acquisitions", "n_stalls", "tail_cut_ns", "tail_measured", "tail_replayed"):
                     out[k] = int(v)
                 else:
                     out[k] = v
@@ -346,6 +347,48 @@ def summary_table(w, items, noun, bound, both):
           f"{'-' if mc is None else f'{mc:.1f}%'} / {'-' if mw is None else f'{mw:.1f}%'} |")
 
 
+def read_meta(d):
+    """`key=value` lines of a capture's meta file (`lockcast record`'s, or meta.plain)."""
+    for name in ("meta", "meta.plain"):
+        try:
+            with open(os.path.join(d, name)) as f:
+                return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+        except OSError:
+            pass
+    return {}
+
+
+# The configuration whose untraced run time stands for the host's speed in the header: the
+# accuracy figures depend on the host (experiments/results/pass-2026-12-04/), so every table
+# says which one it was measured on.
+REFERENCE = "lrufault-16K-t2-s16-l10-dontneed-record-r"
+
+
+def host_line(src):
+    """The recording machine, from the captures' meta files (empty when they are not here)."""
+    try:
+        names = sorted(os.listdir(src))
+    except OSError:
+        return ""
+    metas = [read_meta(os.path.join(src, n)) for n in names]
+    metas = [m for m in metas if m]
+    if not metas:
+        return ""
+    pick = lambda k: sorted({m[k] for m in metas if k in m})
+    dates = pick("capture_date")
+    ref = sorted(int(read_meta(os.path.join(src, n)).get("untraced_duration_ns", 0)) / 1e6
+                 for n in names if n.startswith(REFERENCE))
+    ref = [r for r in ref if r > 0]
+    line = (f"Recorded on: kernel {', '.join(pick('kernel'))}, {', '.join(pick('nproc'))} CPUs, "
+            f"{', '.join(pick('perf_version'))}")
+    if dates:
+        line += f", {dates[0][:10]} to {dates[-1][:10]}"
+    if ref:
+        line += (f"; host speed: `{REFERENCE}*` ran untraced in {st.median(ref):.1f} ms "
+                 f"(median of {len(ref)})")
+    return line + "."
+
+
 def write_md(path, src, binary, caps, pairs):
     L = []
     w = L.append
@@ -357,6 +400,9 @@ def write_md(path, src, binary, caps, pairs):
       f"{version}; {len(caps)} captures, {len(pairs)} folio-size pairs. Targets (issue #15): "
       f"no-change replay within {GOOD_REPLAY:.0f}% on >= 90% of captures (contended and total "
       f"wait), folio-size within {GOOD_PAIR:.0f}% on >= 75% of pairs.\n")
+    host = host_line(src)
+    if host:
+        w(host + "\n")
     w("## No-change replay against the capture itself\n")
     summary_table(w, caps, "captures", GOOD_REPLAY, both=True)
     w("\nWorst ten by contended error (the notes lockcast printed name the cause it could see):\n")
