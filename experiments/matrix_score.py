@@ -50,13 +50,14 @@ def find_lockcast():
     sys.exit("no release lockcast: cargo build --release, or pass --lockcast")
 
 
+def key_values(path):
+    """`key=value` lines (a capture's `factors` and meta files)."""
+    with open(path) as fh:
+        return dict(line.rstrip("\n").partition("=")[::2] for line in fh)
+
+
 def factors(d):
-    f = {}
-    with open(os.path.join(d, "factors")) as fh:
-        for line in fh:
-            k, _, v = line.rstrip("\n").partition("=")
-            f[k] = v
-    return f
+    return key_values(os.path.join(d, "factors"))
 
 
 def capture_file(d):
@@ -193,7 +194,7 @@ def read_csv(path):
             for k, v in r.items():
                 if v == "":
                     continue
-                if k.startswith("err_") or k.endswith("_share") or k.startswith("tail_share_"):
+                if k.startswith("err_") or "_share" in k:
                     out[k] = float(v)
                 elif k.endswith(("_contended", "_wait_ns", "_acquisitions")) or k in (
                         "acquisitions", "n_stalls", "tail_cut_ns", "tail_measured", "tail_replayed"):
@@ -348,11 +349,10 @@ def summary_table(w, items, noun, bound, both):
 
 
 def read_meta(d):
-    """`key=value` lines of a capture's meta file (`lockcast record`'s, or meta.plain)."""
+    """A capture's meta file (`lockcast record`'s, else the plain recipes' meta.plain)."""
     for name in ("meta", "meta.plain"):
         try:
-            with open(os.path.join(d, name)) as f:
-                return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+            return key_values(os.path.join(d, name))
         except OSError:
             pass
     return {}
@@ -367,20 +367,22 @@ REFERENCE = "lrufault-16K-t2-s16-l10-dontneed-record-r"
 def host_line(src):
     """The recording machine, from the captures' meta files (empty when they are not here)."""
     try:
-        names = sorted(os.listdir(src))
+        metas = {n: read_meta(os.path.join(src, n)) for n in sorted(os.listdir(src))}
     except OSError:
         return ""
-    metas = [read_meta(os.path.join(src, n)) for n in names]
-    metas = [m for m in metas if m]
+    metas = {n: m for n, m in metas.items() if m}
     if not metas:
         return ""
-    pick = lambda k: sorted({m[k] for m in metas if k in m})
-    dates = pick("capture_date")
-    ref = sorted(int(read_meta(os.path.join(src, n)).get("untraced_duration_ns", 0)) / 1e6
-                 for n in names if n.startswith(REFERENCE))
+
+    def values(k):
+        return sorted({m[k] for m in metas.values() if k in m})
+
+    dates = values("capture_date")
+    ref = [int(m.get("untraced_duration_ns", 0)) / 1e6 for n, m in metas.items()
+           if n.startswith(REFERENCE)]
     ref = [r for r in ref if r > 0]
-    line = (f"Recorded on: kernel {', '.join(pick('kernel'))}, {', '.join(pick('nproc'))} CPUs, "
-            f"{', '.join(pick('perf_version'))}")
+    line = (f"Recorded on: kernel {', '.join(values('kernel'))}, {', '.join(values('nproc'))} CPUs, "
+            f"{', '.join(values('perf_version'))}")
     if dates:
         line += f", {dates[0][:10]} to {dates[-1][:10]}"
     if ref:
