@@ -261,6 +261,12 @@ pub struct EngineOpts {
     /// Seed of the bootstrap (same seed, same interval).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// On a capture of more than twice N holds + folios, each bootstrap replicate replays 8
+    /// time windows (one in each eighth of the run) holding about N of them, scaled to the
+    /// whole capture by the windows' own point estimates; the point estimates and the
+    /// sensitivity rows always replay the whole. 0: the whole capture every time (slower).
+    #[arg(long, value_name = "N", default_value_t = lockcast::whatif::DEFAULT_SAMPLE)]
+    pub sample: usize,
     /// Quantile of waiters' arrival offsets after the holder's insertion taken as the end of
     /// its hold (the collision window's edge; see the sensitivity table).
     #[arg(long, default_value_t = 0.975)]

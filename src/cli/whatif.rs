@@ -30,6 +30,7 @@ pub fn ask_opts(e: &EngineOpts) -> Ask {
             bootstrap: e.bootstrap.unwrap_or(defaults.bootstrap),
             stop: e.bootstrap.map_or(defaults.stop, |_| None),
             seed: e.seed,
+            sample: e.sample,
             progress: true,
         },
         lenient: e.lenient,

@@ -127,10 +127,19 @@ fn bootstrap_text(b: &whatif::BootstrapRun) -> String {
         Stopped::Settled => format!("settled before {}: {}", b.max, b.rule),
         Stopped::Max => format!("the most allowed, without settling ({})", b.rule),
     };
-    format!(
+    let mut s = format!(
         "  interval: 2.5th-97.5th percentiles of {} bootstrap replicates, {why}\n",
         b.replicates
-    )
+    );
+    if b.windows > 0 {
+        s += &format!(
+            "  each replicate replayed {} time windows holding {:.1}% of the capture's holds and folios, \
+             scaled to the whole by the windows' own point estimates (--sample 0: the whole capture)\n",
+            b.windows,
+            b.sampled_share * 100.0
+        );
+    }
+    s
 }
 
 /// The by-path table: what `perf lock contention` prints per caller, measured and replayed,

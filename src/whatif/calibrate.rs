@@ -274,6 +274,23 @@ impl HoldTable {
         t
     }
 
+    /// `a` and `b` give every hold the same length and every untraced request the same offset
+    /// (the table, and a batch far beyond it: the lengths are linear in the folio count), so
+    /// the intents re-timed under either are the same and so are the policies' requests: a
+    /// sensitivity row that moves only the grant gap or the stalls replays the point's.
+    pub fn same_timing(a: &Calibration, b: &Calibration) -> bool {
+        let (ta, tb) = (HoldTable::new(a), HoldTable::new(b));
+        let far = 4 * Self::UPTO as u32;
+        ta.fast == tb.fast
+            && ta.after_grant == tb.after_grant
+            && ta.req_off == tb.req_off
+            && [Side::Add, Side::Free, Side::Lazyfree].iter().all(|&s| {
+                a.hold_fast(s, far) == b.hold_fast(s, far)
+                    && a.hold_after_grant(s, far) == b.hold_after_grant(s, far)
+                    && req_off(a, s, far) == req_off(b, s, far)
+            })
+    }
+
     fn side(side: Side) -> usize {
         match side {
             Side::Add => 0,

@@ -41,6 +41,12 @@ pub struct Metrics {
     /// Their sum.
     #[serde(default)]
     pub tail_wait_ns: Ns,
+    /// The stalls' own share of `total_wait_ns`: the excess each stalled traced wait drew
+    /// ([`Stalls`]), without what later waiters waited behind it. Not printed; a sampled
+    /// interval scales the rest of the wait and draws this part for the whole capture
+    /// ([`super::sample`]).
+    #[serde(skip)]
+    pub stall_ns: Ns,
 }
 
 impl Metrics {
@@ -163,6 +169,37 @@ impl<'a> Stalls<'a> {
     }
 }
 
+/// The traced waits of a replay, as (CPU stream, index of the request in it): where
+/// [`stall_sum`] draws the stalls of another calibration without replaying.
+pub fn traced_waits(
+    streams: &[Vec<Request>],
+    cal: &Calibration,
+    obs: Observation,
+) -> Vec<(u32, u32)> {
+    let mut at = vec![0u32; streams.len()];
+    let mut out = Vec::new();
+    replay_with(streams, cal, obs, |g| {
+        if g.traced {
+            out.push((g.cpu as u32, at[g.cpu]));
+        }
+        at[g.cpu] += 1;
+    });
+    out
+}
+
+/// The stall excess `cal` would give the traced waits `waits` ([`traced_waits`]): the same
+/// draw per request as a replay makes.
+pub fn stall_sum(cal: &Calibration, waits: &[(u32, u32)]) -> Ns {
+    let s = Stalls::new(cal);
+    if s.below == 0 {
+        return Ns(0);
+    }
+    Ns(waits
+        .iter()
+        .map(|&(c, i)| s.of(c as usize, i as usize).max(0) as u64)
+        .sum())
+}
+
 /// When a CPU's next request arrives in real time: its virtual time plus what the CPU has
 /// spent waiting and holding so far (`i64::MAX` when its stream is done).
 fn arrival(stream: &[Request], next: usize, spent: i64) -> i64 {
@@ -242,6 +279,7 @@ fn replay_with(
         // or the bare-metal pending waiter) holds for the plain fast-path hold.
         let (grant, hold) = if traced {
             let x = stall.of(c, next[c] - 1);
+            m.stall_ns += Ns::from_i64(x);
             if x > 0 && holder != c && holder < n {
                 // a stall is the holder's: it kept the lock that much longer and everything
                 // it does next moves with it, so its next request does not queue behind the
@@ -361,6 +399,45 @@ mod tests {
         c.stalls_ns = vec![500];
         c.stall_share = 0.0;
         assert_eq!(replay(&s, &c, Observation::Paravirt).total_wait_ns, Ns(70));
+    }
+
+    /// `stall_ns` is the stalls' own excess, and [`stall_sum`] over [`traced_waits`] draws
+    /// the same excess for the same requests without replaying (what a sampled interval adds
+    /// back for the whole capture).
+    #[test]
+    fn stall_sum_draws_what_the_replay_stalled() {
+        let mut c = cal();
+        let s = vec![vec![req(0), req(200)], vec![req(50)]];
+        c.stall_share = 1.0;
+        c.stalls_ns = vec![500];
+        let m = replay(&s, &c, Observation::Paravirt);
+        // one traced wait (CPU1's only request), stalled by 500 of its 570
+        assert_eq!((m.contended, m.stall_ns), (1, Ns(500)));
+        let w = traced_waits(&s, &c, Observation::Paravirt);
+        assert_eq!(w, [(1, 0)]);
+        assert_eq!(stall_sum(&c, &w), Ns(500));
+        // another calibration's draw for the same waits, and none without stalls
+        c.stalls_ns = vec![80];
+        assert_eq!(stall_sum(&c, &w), Ns(80));
+        c.stall_share = 0.0;
+        assert_eq!(stall_sum(&c, &w), Ns(0));
+        assert_eq!(replay(&s, &c, Observation::Paravirt).stall_ns, Ns(0));
+        // many streams at a 1% share: the sum over the traced waits is the replay's own
+        let mut c = cal();
+        c.stall_share = 0.01;
+        c.stalls_ns = vec![100, 1_000, 10_000];
+        let busy: Vec<Vec<Request>> = (0..2)
+            .map(|cpu| (0..20_000).map(|i| req(i * 150 + cpu * 7)).collect())
+            .collect();
+        let m = replay(&busy, &c, Observation::Paravirt);
+        let w = traced_waits(&busy, &c, Observation::Paravirt);
+        assert_eq!(w.len() as u64, m.contended);
+        assert!(
+            m.stall_ns.get() > 0,
+            "some of {} traced waits stall",
+            m.contended
+        );
+        assert_eq!(stall_sum(&c, &w), m.stall_ns);
     }
 
     /// Which requests stall is a function of the request, and about the share asked for.

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod reconstruct;
 pub mod registry;
 pub mod report;
+pub mod sample;
 pub mod summary;
 pub mod timeline;
 pub mod trace;
@@ -66,6 +67,10 @@ pub struct Options {
     pub stop: Option<Stop>,
     /// Seed of the bootstrap.
     pub seed: u64,
+    /// Holds plus folios the bootstrap replicates replay on a capture more than twice this
+    /// size: a sample of time windows, scaled to the whole ([`sample`]); 0 replays the whole
+    /// capture every time.
+    pub sample: usize,
     /// Show a progress bar over the replicates (only when stderr is a terminal).
     pub progress: bool,
 }
@@ -79,10 +84,15 @@ impl Default for Options {
             bootstrap: 200,
             stop: Some(Stop::default()),
             seed: 1,
+            sample: DEFAULT_SAMPLE,
             progress: false,
         }
     }
 }
+
+/// Default of [`Options::sample`]. A replicate then costs about what a capture of 50,000 holds
+/// and folios costs whole; the bundled captures are under twice that and are replayed whole.
+pub const DEFAULT_SAMPLE: usize = 50_000;
 
 /// Stopping rule of the bootstrap: the replicates run in blocks of `block`; from `min` on,
 /// after each block the interval of the prediction and of the no-change replay (both ends of
@@ -122,6 +132,21 @@ pub struct BootstrapRun {
     /// The rule, in words, when it was applied.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rule: String,
+    /// When the replicates replayed a sample of the capture ([`sample`]): its time windows
+    /// (0: the whole capture).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub windows: usize,
+    /// The share of the capture's holds and folios those windows hold.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub sampled_share: f64,
+}
+
+fn is_zero(x: &usize) -> bool {
+    *x == 0
+}
+
+fn is_zero_f(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Why a bootstrap run has the replicates it has (JSON: the lowercase name).
@@ -333,54 +358,115 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let mut scratch = intents::Scratch::default();
     let mut it = layout.empty();
     layout.build_into(&cal, &mut scratch, &mut it);
-    // the point estimates, with their breakdown by path
-    let rd = des::replay_detailed(&baseline.requests(&it, ctx)?, &cal, observation);
-    let pd = des::replay_detailed(&policy.requests(&it, ctx)?, &cal, observation);
-    let (replayed, predicted) = (rd.total, pd.total);
-    let by_path = path_rows(&rec, &rd, &pd);
-
-    // Interval: bootstrap over the calibration samples, for the policy and its alternatives.
+    // The interval covers the policy and its alternatives: baseline first, then the
+    // variants, one replicate's metrics in that order.
     let alts = policy.alternatives();
     let mut variants: Vec<&dyn Policy> = vec![policy];
     variants.extend(alts.iter().map(|b| b.as_ref()));
-    // baseline first, then the variants: one replicate's metrics in that order
     let mut all: Vec<&dyn Policy> = vec![&baseline];
     all.extend(variants.iter().copied());
+    // each one's requests under the point calibration, asked for once
+    let whole_reqs: Vec<Vec<Vec<policy::Request>>> = all
+        .iter()
+        .map(|p| p.requests(&it, ctx))
+        .collect::<Result<_>>()?;
+    // the point estimates, with their breakdown by path
+    let rd = des::replay_detailed(&whole_reqs[0], &cal, observation);
+    let pd = des::replay_detailed(&whole_reqs[1], &cal, observation);
+    let (replayed, predicted) = (rd.total, pd.total);
+    let by_path = path_rows(&rec, &rd, &pd);
+
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample), so the replicates are the sequential loop's whatever
     // thread replays them, and the first n of a longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
     let draws = calibrate::resample_draws(&samples);
+    let alt_points: Vec<Metrics> = whole_reqs[2..]
+        .iter()
+        .map(|r| des::replay(r, &cal, observation))
+        .collect();
+    // The whole capture's point estimates, in `all`'s order.
+    let full_points: Vec<Metrics> = [replayed, predicted]
+        .into_iter()
+        .chain(alt_points.iter().copied())
+        .collect();
+    // What the replicates replay: the whole capture, or on a large one a sample of time
+    // windows whose answers are scaled to the whole by the windows' own point estimates
+    // (`sample`); a sample that misses a metric the whole capture has (contention only in
+    // bursts between the windows) is dropped for the whole.
+    let win_recs = match o.bootstrap {
+        0 => None,
+        _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed)?,
+    };
+    let win_layouts: Vec<intents::Layout> = win_recs
+        .iter()
+        .flatten()
+        .map(intents::Layout::new)
+        .collect();
+    let mut layouts: Vec<&intents::Layout> = win_layouts.iter().collect();
+    let mut win_points = None;
+    if !layouts.is_empty() {
+        let wp = eval_on(
+            &layouts,
+            &cal,
+            &all,
+            observation,
+            ctx,
+            &mut workers(&layouts),
+        )?;
+        if full_points
+            .iter()
+            .zip(&wp)
+            .all(|(f, w)| sample::covers(f, w))
+        {
+            win_points = Some(wp);
+        } else {
+            layouts.clear();
+        }
+    }
+    if layouts.is_empty() {
+        layouts.push(&layout);
+    }
+    // the whole capture's traced waits per policy, where each calibration draws its stalls
+    let traced: Vec<Vec<(u32, u32)>> =
+        if win_points.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty() {
+            whole_reqs
+                .iter()
+                .map(|r| des::traced_waits(r, &cal, observation))
+                .collect()
+        } else {
+            Vec::new()
+        };
+    let (windows, sampled_share) = match (&win_points, &win_recs) {
+        (Some(_), Some(ws)) => (
+            ws.len(),
+            ws.iter().map(sample::size).sum::<usize>() as f64 / sample::size(&rec).max(1) as f64,
+        ),
+        _ => (0, 0.0),
+    };
+    // one replicate's metrics for the policies `all`, scaled to the whole capture
     let eval = |c: &Calibration,
                 ps: &[&dyn Policy],
                 obs: Observation,
-                w: &mut (intents::Scratch, intents::Intents)|
+                w: &mut Vec<(intents::Scratch, intents::Intents)>|
      -> Result<Vec<Metrics>> {
-        layout.build_into(c, &mut w.0, &mut w.1);
-        // Policies that ask for the very same requests get the very same replay: one per
-        // distinct stream set (lru-cache at 4K is the identity, and its drain-rule alternative
-        // often batches alike), so a replicate replays each once.
-        let mut done: Vec<(Vec<Vec<policy::Request>>, Metrics)> = Vec::with_capacity(ps.len());
-        ps.iter()
-            .map(|p| {
-                let req = p.requests(&w.1, ctx)?;
-                if let Some((_, m)) = done.iter().find(|(r, _)| *r == req) {
-                    return Ok(*m);
-                }
-                let m = des::replay(&req, c, obs);
-                done.push((req, m));
-                Ok(m)
-            })
-            .collect()
+        let m = eval_on(&layouts, c, ps, obs, ctx, w)?;
+        Ok(match &win_points {
+            Some(wp) => m
+                .iter()
+                .enumerate()
+                .map(|(k, x)| {
+                    let stall = traced.get(k).map(|w| des::stall_sum(c, w));
+                    sample::scale(&full_points[k], &wp[k], x, stall)
+                })
+                .collect(),
+            None => m,
+        })
     };
-    let worker = || (intents::Scratch::default(), layout.empty());
+    let worker = || workers(&layouts);
     // the intervals of the first n replicates, as reported (point estimates inside)
     let point_range = |m: Metrics| Range { low: m, high: m };
-    let mut alt_points = Vec::new();
-    for p in &variants[1..] {
-        alt_points.push(des::replay(&p.requests(&it, ctx)?, &cal, observation));
-    }
     let intervals = |boot: &[Vec<Metrics>]| -> (Range, Range) {
         let col = |k: usize| boot.iter().map(|m| m[k]).collect::<Vec<_>>();
         let mut r = point_range(predicted);
@@ -459,6 +545,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             ),
             _ => String::new(),
         },
+        windows,
+        sampled_share,
     };
 
     let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
@@ -497,9 +585,28 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         }));
     }
     let pair: [&dyn Policy; 2] = [&baseline, policy];
-    let sens = par_map(variants_cal.len(), worker, |j, w| {
-        eval(&variants_cal[j].1, &pair, observation, w)
-    });
+    // Each row is one answer, read on its own: replayed on the whole capture even when the
+    // replicates were sampled (a sample's few-% noise is small beside an interval's width but
+    // not beside a row's shift).
+    let whole = [&layout];
+    let same_requests = whole_reqs[0] == whole_reqs[1];
+    let sens = par_map(
+        variants_cal.len(),
+        || workers(&whole),
+        |j, w| {
+            let c = &variants_cal[j].1;
+            if !calibrate::HoldTable::same_timing(c, &cal) {
+                return eval_on(&whole, c, &pair, observation, ctx, w);
+            }
+            // the point's intents and requests, only replayed under `c`
+            let r = des::replay(&whole_reqs[0], c, observation);
+            let p = match same_requests {
+                true => r,
+                false => des::replay(&whole_reqs[1], c, observation),
+            };
+            Ok(vec![r, p])
+        },
+    );
     let mut sensitivity = Vec::new();
     for ((choice, _), m) in variants_cal.into_iter().zip(sens) {
         let m = m?;
@@ -513,8 +620,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         if other != observation {
             sensitivity.push(Sensitivity {
                 choice: format!("observation={}", obs_name(other)),
-                replayed: des::replay(&baseline.requests(&it, ctx)?, &cal, other),
-                predicted: des::replay(&policy.requests(&it, ctx)?, &cal, other),
+                replayed: des::replay(&whole_reqs[0], &cal, other),
+                predicted: des::replay(&whole_reqs[1], &cal, other),
             });
         }
     }
@@ -596,6 +703,47 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     })
 }
 
+/// Replays of the policies `ps` under calibration `c`, summed over `layouts` (the whole
+/// capture, or the windows of a sample); `w` holds one set of buffers per layout.
+fn eval_on(
+    layouts: &[&intents::Layout],
+    c: &Calibration,
+    ps: &[&dyn Policy],
+    obs: Observation,
+    ctx: &Context,
+    w: &mut [(intents::Scratch, intents::Intents)],
+) -> Result<Vec<Metrics>> {
+    let mut sum = vec![Metrics::default(); ps.len()];
+    for (l, w) in layouts.iter().zip(w.iter_mut()) {
+        l.build_into(c, &mut w.0, &mut w.1);
+        // Policies that ask for the very same requests get the very same replay: one per
+        // distinct stream set (lru-cache at 4K is the identity, and its drain-rule alternative
+        // often batches alike), so a replicate replays each once.
+        let mut done: Vec<(Vec<Vec<policy::Request>>, Metrics)> = Vec::with_capacity(ps.len());
+        for (k, p) in ps.iter().enumerate() {
+            let req = p.requests(&w.1, ctx)?;
+            let m = match done.iter().find(|(r, _)| *r == req) {
+                Some((_, m)) => *m,
+                None => {
+                    let m = des::replay(&req, c, obs);
+                    done.push((req, m));
+                    m
+                }
+            };
+            sum[k] = sample::add(&sum[k], &m);
+        }
+    }
+    Ok(sum)
+}
+
+/// Fresh buffers for [`eval_on`] over `layouts`.
+fn workers(layouts: &[&intents::Layout]) -> Vec<(intents::Scratch, intents::Intents)> {
+    layouts
+        .iter()
+        .map(|l| (intents::Scratch::default(), l.empty()))
+        .collect()
+}
+
 fn path_rows(rec: &Reconstruction, rd: &des::Detailed, pd: &des::Detailed) -> Vec<PathRow> {
     let mut vias: Vec<Via> = rd
         .by_via
@@ -671,6 +819,7 @@ pub fn measured(rec: &Reconstruction, tail_cut_ns: f64) -> Metrics {
         slowpath: contended,
         tail_waits: tail.len() as u64,
         tail_wait_ns: tail.iter().copied().sum(),
+        stall_ns: Ns(0),
     }
 }
 

@@ -240,6 +240,31 @@ impl Trace {
         })
     }
 
+    /// The capture cut to the events at `from <= ts < to`, as if it had been recorded over that
+    /// time only ([`super::sample`]); everything else (locks, sites, meta, counts) as the whole.
+    pub fn window(&self, from: i64, to: i64) -> Trace {
+        Trace {
+            path: self.path.clone(),
+            events: self
+                .events
+                .iter()
+                .filter(|e| e.ts >= from && e.ts < to)
+                .copied()
+                .collect(),
+            locks: self.locks.clone(),
+            sites: self.sites.clone(),
+            ts_res_ns: self.ts_res_ns,
+            other_events: self.other_events,
+            slowpath_seen: self.slowpath_seen,
+            meta: self.meta.clone(),
+            header: self.header.clone(),
+            skipped_lines: self.skipped_lines,
+            seen: self.seen,
+            with_callchain: self.with_callchain,
+            discards: self.discards.clone(),
+        }
+    }
+
     /// Events of `name` (one of [`TRACKED`]) in the capture.
     pub fn count(&self, name: &str) -> u64 {
         TRACKED

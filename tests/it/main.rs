@@ -31,4 +31,5 @@ mod traces;
 mod usability;
 mod verdict_tail;
 mod whatif;
+mod whatif_sample;
 mod whatif_stop;

@@ -1,0 +1,103 @@
+//! Sampled replicates (issue 16): on a capture of more than twice `--sample N` holds + folios,
+//! each bootstrap replicate replays 8 time windows and is scaled to the whole by the windows'
+//! own point estimates. Checked against the same run replaying the whole capture every time
+//! (`--sample 0`): the point estimates and the sensitivity rows are the whole capture's in
+//! both, and the interval ends move by a fraction of the interval's width. The bundled
+//! capture is small (about 38 k holds + folios), so a small budget stands in for a large
+//! capture; `experiments/sample_check.py` makes the same comparison on the matrix captures.
+
+use crate::common::lockcast;
+
+const CAPTURE: &str = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
+
+fn json(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["whatif", "lru-cache", CAPTURE, "--json"];
+    args.extend_from_slice(extra);
+    let o = lockcast(&args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+/// (low, high) of contended and total wait, prediction then no-change replay.
+fn ends(v: &serde_json::Value) -> Vec<(f64, f64)> {
+    let row = &v["rows"][0];
+    let mut out = Vec::new();
+    for iv in ["interval", "replayed_interval"] {
+        for m in ["contended", "total_wait_ns"] {
+            let end = |e: &str| row[iv][e][m].as_f64().expect("interval end is a number");
+            out.push((end("low"), end("high")));
+        }
+    }
+    out
+}
+
+#[test]
+fn sampled_replicates_keep_the_point_estimates_and_move_the_interval_ends_little() {
+    let whole = json(&["--sample", "0"]);
+    // the default budget (50 k) is over half this capture: replayed whole, as before
+    let default = json(&[]);
+    assert_eq!(default, whole);
+    assert!(whole["bootstrap"].get("windows").is_none());
+
+    let sampled = json(&["--sample", "10000"]);
+    let b = &sampled["bootstrap"];
+    assert_eq!(b["windows"], 8, "{b}");
+    let share = b["sampled_share"].as_f64().expect("share");
+    // 10 k of ~38 k, cut in time: about a quarter
+    assert!((0.18..0.35).contains(&share), "{share}");
+    for k in ["measured", "replayed", "predicted"] {
+        assert_eq!(sampled["rows"][0][k], whole["rows"][0][k], "{k}");
+    }
+    assert_eq!(sampled["sensitivity"], whole["sensitivity"]);
+    assert_eq!(sampled["calibration"], whole["calibration"]);
+    // each end within half the whole-capture interval's width of its end (measured here:
+    // at most 0.21 widths, the prediction's upper total wait)
+    for (i, (&(wl, wh), &(sl, sh))) in ends(&whole).iter().zip(&ends(&sampled)).enumerate() {
+        let width = wh - wl;
+        assert!(width > 0.0, "interval {i} has a width");
+        assert!(
+            (sl - wl).abs() <= 0.5 * width && (sh - wh).abs() <= 0.5 * width,
+            "interval {i}: sampled ({sl}, {sh}) vs whole ({wl}, {wh})"
+        );
+    }
+    // and the point estimates stay inside it
+    let row = &sampled["rows"][0];
+    for (iv, point) in [("interval", "predicted"), ("replayed_interval", "replayed")] {
+        for m in ["contended", "total_wait_ns"] {
+            let p = row[point][m].as_f64().unwrap();
+            assert!(row[iv]["low"][m].as_f64().unwrap() <= p);
+            assert!(row[iv]["high"][m].as_f64().unwrap() >= p);
+        }
+    }
+}
+
+#[test]
+fn a_sample_that_misses_the_contention_falls_back_to_the_whole_capture() {
+    // 5 k of ~38 k: eight windows of ~600 holds + folios, too short for every metric of the
+    // whole to show in them, so they cannot stand for it and every replicate replays it
+    let whole = json(&["--sample", "0"]);
+    let tiny = json(&["--sample", "5000"]);
+    assert!(
+        tiny["bootstrap"].get("windows").is_none(),
+        "{}",
+        tiny["bootstrap"]
+    );
+    assert_eq!(tiny, whole);
+}
+
+#[test]
+fn the_text_output_says_the_replicates_were_sampled() {
+    let o = lockcast(&["whatif", "lru-cache", CAPTURE, "--sample", "10000"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("each replicate replayed 8 time windows holding"),
+        "{text}"
+    );
+    let o = lockcast(&["whatif", "lru-cache", CAPTURE]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("time windows"));
+}
