@@ -397,7 +397,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     // bursts between the windows) is dropped for the whole.
     let win_recs = match o.bootstrap {
         0 => None,
-        _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed)?,
+        _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed),
     };
     let win_layouts: Vec<intents::Layout> = win_recs
         .iter()

@@ -1,25 +1,26 @@
-//! Replaying a sample of a large capture for the interval and the sensitivity rows.
+//! Replaying a sample of a large capture for the bootstrap interval.
 //!
 //! The bootstrap asks one question many times: by how much does the answer move when the
 //! calibration moves? On a capture of a million holds every replicate used to replay all of
 //! them, so the interval cost ~10× reading the capture (issue 16). The calibration is one set
 //! of hold lengths for the whole run, and these captures are one workload running steadily,
 //! so the relative move of a replicate is nearly the same on any long stretch of the run as on
-//! the whole of it. This module cuts `k` evenly spaced time windows out of the capture, holding
-//! about `budget` holds and folios between them; a replicate replays only those windows, and
+//! the whole of it. This module cuts `k` time windows out of the capture, one in each `k`-th of
+//! the run, holding about `budget` holds and folios between them; a replicate replays only those windows, and
 //! its metric is the whole capture's point estimate times (replicate on the windows ÷ point
 //! estimate on the same windows) — a ratio estimator, with the windows' own noise mostly
 //! cancelling because both replays see the same intents.
 //!
 //! Each window is rebuilt from its own events (the capture's trace cut in time), so a window
 //! starts and ends like a capture does; only the lock chosen for the whole capture is kept.
-//! A capture not much larger than the budget is replayed whole, as before.
+//! A capture not much larger than the budget is replayed whole, as before. The stalls are the
+//! one part not scaled ([`scale`]). The point estimates and the sensitivity rows always replay
+//! the whole capture (MODELS.md §5d).
 
 use super::des::Metrics;
 use super::reconstruct::{self, Reconstruction};
 use super::trace::Trace;
 use crate::duration::Ns;
-use crate::error::Result;
 
 /// Windows cut from a capture by [`windows`].
 pub const WINDOWS: usize = 8;
@@ -31,10 +32,10 @@ pub fn size(rec: &Reconstruction) -> usize {
 }
 
 /// `k` windows of `t`, one in each `k`-th of its span (where in it drawn from `seed`), each
-/// rebuilt on its own, holding about
-/// `budget` holds and folios together; `None` when the capture is under twice the budget
-/// (replaying it whole costs little more), when `budget` is 0, or when a window has no hold
-/// of the lock (a capture too bursty to sample evenly).
+/// rebuilt on its own, holding about `budget` holds and folios together; `None` when the
+/// capture is under twice the budget (replaying it whole costs little more), when `budget` is
+/// 0, or when a window cannot be rebuilt or has no hold of the lock (a capture too bursty to
+/// sample evenly): the caller replays the whole capture then.
 pub fn windows(
     t: &Trace,
     rec: &Reconstruction,
@@ -42,10 +43,10 @@ pub fn windows(
     budget: usize,
     k: usize,
     seed: u64,
-) -> Result<Option<Vec<Reconstruction>>> {
+) -> Option<Vec<Reconstruction>> {
     let n = size(rec);
     if budget == 0 || k == 0 || n < 2 * budget {
-        return Ok(None);
+        return None;
     }
     let (start, end) = rec.span;
     let span = (end - start).max(1) as f64;
@@ -66,13 +67,12 @@ pub fn windows(
             + slack * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
         let (a, b) = (a as i64, (a + len) as i64);
         let w = t.window(a, b);
-        let r = match reconstruct::reconstruct(&w, &o) {
-            Ok(r) if !r.holds.is_empty() => r,
-            _ => return Ok(None),
-        };
-        out.push(r);
+        match reconstruct::reconstruct(&w, &o) {
+            Ok(r) if !r.holds.is_empty() => out.push(r),
+            _ => return None,
+        }
     }
-    Ok(Some(out))
+    Some(out)
 }
 
 /// Two windows' metrics together: counts and sums add, the longest wait is the longer.
@@ -196,7 +196,6 @@ mod tests {
         let n = size(&r);
         let budget = n / 5;
         let ws = windows(&t, &r, &reconstruct::Options::default(), budget, WINDOWS, 1)
-            .expect("no error")
             .expect("a capture 5x the budget is sampled");
         assert_eq!(ws.len(), WINDOWS);
         let got: usize = ws.iter().map(size).sum();
@@ -271,9 +270,7 @@ mod tests {
     fn small_captures_are_replayed_whole() {
         let (t, r) = bundled();
         let o = reconstruct::Options::default();
-        assert!(windows(&t, &r, &o, size(&r) / 2 + 1, WINDOWS, 1)
-            .unwrap()
-            .is_none());
-        assert!(windows(&t, &r, &o, 0, WINDOWS, 1).unwrap().is_none());
+        assert!(windows(&t, &r, &o, size(&r) / 2 + 1, WINDOWS, 1).is_none());
+        assert!(windows(&t, &r, &o, 0, WINDOWS, 1).is_none());
     }
 }
