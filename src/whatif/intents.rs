@@ -105,6 +105,10 @@ pub struct Intents {
     pub delay_zap: i64,
     /// The capture says when folios die (`Intent::Fault::death` is filled).
     pub has_discards: bool,
+    /// Every folio in the streams (faults and lazyfree batches) is order 0: a batch's pages are
+    /// its folios, which makes batch rules that differ only in page caps or drain timing ask
+    /// for the same requests ([`crate::whatif::policy::Batcher::on`]).
+    pub only_order0: bool,
 }
 
 /// Build the intent streams under a calibration.
@@ -162,6 +166,8 @@ pub struct Layout<'a> {
     /// Per stream: the discarding calls (enter, exit) its faults die in, each once: a build
     /// moves each call to virtual time once, not once per folio of it.
     calls: Vec<Vec<(i64, i64)>>,
+    /// [`Intents::only_order0`], the same for every calibration.
+    only_order0: bool,
 }
 
 /// [`Layout::hold_t`]: a hold's request and lock time are `t - request offset` and the
@@ -367,6 +373,11 @@ impl<'a> Layout<'a> {
             times.push(ti);
             calls.push(cs);
         }
+        let only_order0 = times.iter().flatten().all(|x| !x.fault || x.order == 0)
+            && templates
+                .iter()
+                .flatten()
+                .all(|i| !matches!(i, Intent::Lazy { order, .. } if *order != 0));
         Layout {
             r,
             cpu_holds,
@@ -374,6 +385,7 @@ impl<'a> Layout<'a> {
             templates,
             times,
             calls,
+            only_order0,
         }
     }
 
@@ -491,6 +503,7 @@ impl<'a> Layout<'a> {
         out.v0 = v0;
         out.delay_zap = r.zap_delay_ns;
         out.has_discards = r.has_discards;
+        out.only_order0 = self.only_order0;
     }
 
     /// Empty streams to build into.
@@ -503,6 +516,7 @@ impl<'a> Layout<'a> {
             v0: Vec::new(),
             delay_zap: 0,
             has_discards: false,
+            only_order0: false,
         }
     }
 }

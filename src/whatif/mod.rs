@@ -719,14 +719,28 @@ fn eval_on(
         // Policies that ask for the very same requests get the very same replay: one per
         // distinct stream set (lru-cache at 4K is the identity, and its drain-rule alternative
         // often batches alike), so a replicate replays each once.
+        // A policy whose batch rule is an earlier one's on these intents asks for the same
+        // requests: not even built (at 4K, lru-cache, its alternative and the baseline).
         let mut done: Vec<(Vec<Vec<policy::Request>>, Metrics)> = Vec::with_capacity(ps.len());
+        let mut by_rule: Vec<(policy::Batcher, Metrics)> = Vec::new();
         for (k, p) in ps.iter().enumerate() {
-            let req = p.requests(&w.1, ctx)?;
-            let m = match done.iter().find(|(r, _)| *r == req) {
-                Some((_, m)) => *m,
+            let rule = p.batching(&w.1);
+            let known = rule.and_then(|b| by_rule.iter().find(|(x, _)| *x == b).map(|x| x.1));
+            let m = match known {
+                Some(m) => m,
                 None => {
-                    let m = des::replay(&req, c, obs);
-                    done.push((req, m));
+                    let req = p.requests(&w.1, ctx)?;
+                    let m = match done.iter().find(|(r, _)| *r == req) {
+                        Some((_, m)) => *m,
+                        None => {
+                            let m = des::replay(&req, c, obs);
+                            done.push((req, m));
+                            m
+                        }
+                    };
+                    if let Some(b) = rule {
+                        by_rule.push((b, m));
+                    }
                     m
                 }
             };

@@ -35,4 +35,7 @@ impl Policy for Baseline {
             .map(|s| Batcher::TODAY.requests(s, intents))
             .collect())
     }
+    fn batching(&self, intents: &Intents) -> Option<Batcher> {
+        Some(Batcher::TODAY.on(intents))
+    }
 }

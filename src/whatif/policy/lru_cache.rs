@@ -107,6 +107,9 @@ impl Policy for LruCache {
             .map(|s| b.requests(s, intents))
             .collect())
     }
+    fn batching(&self, intents: &Intents) -> Option<Batcher> {
+        Some(self.batcher().on(intents))
+    }
     fn alternatives(&self) -> Vec<Box<dyn Policy>> {
         let other = match self.drain_rule {
             DrainRule::AfterAdd => DrainRule::BeforeAdd,

@@ -59,6 +59,13 @@ pub trait Policy: std::fmt::Debug + Send + Sync {
     fn describe(&self) -> BTreeMap<String, String>;
     /// Lock requests per CPU (parallel to `intents.streams`), sorted by virtual time.
     fn requests(&self, intents: &Intents, ctx: &Context) -> Result<Vec<Vec<Request>>>;
+    /// The per-CPU batch rule this policy's requests are, on `intents`, when they are one
+    /// [`Batcher`] run over each stream and nothing else ([`Batcher::on`]): two policies with
+    /// the same rule here ask for the same requests, and the engine builds and replays them
+    /// once. `None` (the default): always built.
+    fn batching(&self, _intents: &Intents) -> Option<Batcher> {
+        None
+    }
     /// Parameters whose value is uncertain, with the alternatives the interval must cover.
     fn alternatives(&self) -> Vec<Box<dyn Policy>> {
         Vec::new()
