@@ -421,7 +421,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     // (cpu, last event) of each add-side hold of one large folio: a hold that has nothing to do
     // after its insertion but the release (a batch drain also moves the folios that died on
     // it, with no event)
-    let single_large: std::collections::HashSet<(u32, i64)> = r
+    let single_large: super::IntSet<(u32, i64)> = r
         .holds
         .iter()
         .filter(|h| h.side == Side::Add && h.trigger == Trigger::Large && h.folios == 1)

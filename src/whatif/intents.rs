@@ -335,7 +335,7 @@ impl<'a> Layout<'a> {
         for list in &items {
             let (mut tm, mut ti) = (Vec::new(), Vec::with_capacity(list.len()));
             let mut cs: Vec<(i64, i64)> = Vec::new();
-            let mut call_at: std::collections::HashMap<(i64, i64), u32> = Default::default();
+            let mut call_at: super::IntMap<(i64, i64), u32> = Default::default();
             for item in list {
                 match *item {
                     Item::Hold(i) => {
