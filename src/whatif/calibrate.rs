@@ -887,6 +887,29 @@ pub fn resample_draws(s: &Samples) -> usize {
 mod tests {
     use super::*;
 
+    /// The sensitivity rows that move only the grant gap or the stalls time every hold and
+    /// request as the point does (they replay the point's requests); the hold rows do not.
+    #[test]
+    fn same_timing_tells_timing_rows_from_replay_only_rows() {
+        let mut c = fit(&Samples::default(), 0.975);
+        (c.pre_fast_ns, c.post_ns, c.d_pre_ns, c.s1_add_ns) = (30.0, 70.0, 80.0, 10.0);
+        (c.gap_ns, c.stall_share, c.c0_ns) = (20.0, 0.01, 400.0);
+        let moved = |f: &dyn Fn(&mut Calibration)| {
+            let mut x = c.clone();
+            f(&mut x);
+            HoldTable::same_timing(&x, &c)
+        };
+        assert!(moved(&|x| x.gap_ns *= 0.75));
+        assert!(moved(&|x| x.gap_ns *= 1.25));
+        assert!(moved(&|x| x.stall_share = 0.0));
+        assert!(!moved(&|x| x.pre_fast_ns *= 2.0));
+        assert!(!moved(&|x| x.s1_add_ns *= 1.25));
+        assert!(!moved(&|x| x.post_ns *= 0.9));
+        assert!(!moved(&|x| x.c0_ns *= 1.2));
+        // a few thousandths of a ns per folio are told apart too
+        assert!(!moved(&|x| x.s1_add_ns += 0.004));
+    }
+
     #[test]
     fn quantiles_interpolate() {
         let v = [1.0, 2.0, 3.0, 4.0, 5.0];

@@ -373,18 +373,24 @@ mod tests {
         }
     }
 
+    /// Two CPUs, one collision (CPU1's request at 50 finds CPU0's hold), and a calibration
+    /// where every traced wait stalls by 500.
+    fn one_stall() -> (Calibration, Vec<Vec<Request>>) {
+        let mut c = cal();
+        c.stall_share = 1.0;
+        c.stalls_ns = vec![500];
+        (c, vec![vec![req(0), req(200)], vec![req(50)]])
+    }
+
     /// A stalled traced wait lasts the drawn excess longer; the stall is the holder's, so the
     /// holder's next request moves with it instead of queueing behind the waiter.
     #[test]
     fn a_stalled_wait_lasts_its_excess_longer() {
-        let mut c = cal();
-        let s = vec![vec![req(0), req(200)], vec![req(50)]];
-        // every traced wait stalls by 500: CPU1 granted at 120 + 500 (wait 570), holds to
-        // 770; CPU0 held the lock 500 longer, so its next request, virtual 200, comes at
-        // 200 + 100 + 500 = 800 and finds the lock free (it came at 300 and waited 490 when
-        // the stall was laid on the waiter alone, counting the stall twice)
-        c.stall_share = 1.0;
-        c.stalls_ns = vec![500];
+        // CPU1 granted at 120 + 500 (wait 570), holds to 770; CPU0 held the lock 500 longer,
+        // so its next request, virtual 200, comes at 200 + 100 + 500 = 800 and finds the lock
+        // free (it came at 300 and waited 490 when the stall was laid on the waiter alone,
+        // counting the stall twice)
+        let (mut c, s) = one_stall();
         let (m, grants) = replay_grants(&s, &c, Observation::Paravirt);
         assert_eq!((m.total.contended, m.total.total_wait_ns), (1, Ns(570)));
         let cpu0: Vec<(i64, i64)> = grants
@@ -406,10 +412,7 @@ mod tests {
     /// back for the whole capture).
     #[test]
     fn stall_sum_draws_what_the_replay_stalled() {
-        let mut c = cal();
-        let s = vec![vec![req(0), req(200)], vec![req(50)]];
-        c.stall_share = 1.0;
-        c.stalls_ns = vec![500];
+        let (mut c, s) = one_stall();
         let m = replay(&s, &c, Observation::Paravirt);
         // one traced wait (CPU1's only request), stalled by 500 of its 570
         assert_eq!((m.contended, m.stall_ns), (1, Ns(500)));

@@ -404,30 +404,28 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         .flatten()
         .map(intents::Layout::new)
         .collect();
-    let mut layouts: Vec<&intents::Layout> = win_layouts.iter().collect();
-    let mut win_points = None;
-    if !layouts.is_empty() {
-        let wp = eval_on(
-            &layouts,
+    let win_refs: Vec<&intents::Layout> = win_layouts.iter().collect();
+    let win_points = match win_refs.is_empty() {
+        true => None,
+        false => Some(eval_on(
+            &win_refs,
             &cal,
             &all,
             observation,
             ctx,
-            &mut workers(&layouts),
-        )?;
-        if full_points
+            &mut workers(&win_refs),
+        )?),
+    }
+    .filter(|wp| {
+        full_points
             .iter()
-            .zip(&wp)
+            .zip(wp)
             .all(|(f, w)| sample::covers(f, w))
-        {
-            win_points = Some(wp);
-        } else {
-            layouts.clear();
-        }
-    }
-    if layouts.is_empty() {
-        layouts.push(&layout);
-    }
+    });
+    let layouts: Vec<&intents::Layout> = match win_points {
+        Some(_) => win_refs,
+        None => vec![&layout],
+    };
     // the whole capture's traced waits per policy, where each calibration draws its stalls
     let traced: Vec<Vec<(u32, u32)>> =
         if win_points.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty() {
@@ -716,31 +714,18 @@ fn eval_on(
     let mut sum = vec![Metrics::default(); ps.len()];
     for (l, w) in layouts.iter().zip(w.iter_mut()) {
         l.build_into(c, &mut w.0, &mut w.1);
-        // Policies that ask for the very same requests get the very same replay: one per
-        // distinct stream set (lru-cache at 4K is the identity, and its drain-rule alternative
-        // often batches alike), so a replicate replays each once.
-        // A policy whose batch rule is an earlier one's on these intents asks for the same
-        // requests: not even built (at 4K, lru-cache, its alternative and the baseline).
-        let mut done: Vec<(Vec<Vec<policy::Request>>, Metrics)> = Vec::with_capacity(ps.len());
+        // Each distinct request set is replayed once: a policy whose batch rule is an earlier
+        // one's on these intents is not even built (at 4K lru-cache, its alternative and the
+        // baseline are one rule); other policies are built and compared by their requests.
         let mut by_rule: Vec<(policy::Batcher, Metrics)> = Vec::new();
+        let mut by_requests: Vec<(Vec<Vec<policy::Request>>, Metrics)> = Vec::new();
         for (k, p) in ps.iter().enumerate() {
             let rule = p.batching(&w.1);
-            let known = rule.and_then(|b| by_rule.iter().find(|(x, _)| *x == b).map(|x| x.1));
-            let m = match known {
-                Some(m) => m,
+            let m = match rule.and_then(|b| by_rule.iter().find(|(x, _)| *x == b)) {
+                Some(&(_, m)) => m,
                 None => {
-                    let req = p.requests(&w.1, ctx)?;
-                    let m = match done.iter().find(|(r, _)| *r == req) {
-                        Some((_, m)) => *m,
-                        None => {
-                            let m = des::replay(&req, c, obs);
-                            done.push((req, m));
-                            m
-                        }
-                    };
-                    if let Some(b) = rule {
-                        by_rule.push((b, m));
-                    }
+                    let m = replay_once(&mut by_requests, p.requests(&w.1, ctx)?, c, obs);
+                    by_rule.extend(rule.map(|b| (b, m)));
                     m
                 }
             };
@@ -748,6 +733,21 @@ fn eval_on(
         }
     }
     Ok(sum)
+}
+
+/// The replay of `req`, or of the same requests replayed before (in `done`).
+fn replay_once(
+    done: &mut Vec<(Vec<Vec<policy::Request>>, Metrics)>,
+    req: Vec<Vec<policy::Request>>,
+    c: &Calibration,
+    obs: Observation,
+) -> Metrics {
+    if let Some((_, m)) = done.iter().find(|(r, _)| *r == req) {
+        return *m;
+    }
+    let m = des::replay(&req, c, obs);
+    done.push((req, m));
+    m
 }
 
 /// Fresh buffers for [`eval_on`] over `layouts`.

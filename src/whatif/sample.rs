@@ -55,24 +55,26 @@ pub fn windows(
     let mut o = o.clone();
     // the whole capture's lock, not each window's own pick
     o.lock = Some(rec.lock_name.clone());
-    let mut out = Vec::with_capacity(k);
     // One window at a seeded random place in each k-th of the run: evenly spread, but never in
     // step with a workload that repeats in phases (foliochurn faults a region in, then frees
     // it), which windows at fixed spacing could catch always in the same phase.
     let mut rng = crate::stats::Rng::new(seed);
-    for i in 0..k {
-        let slack = (span / k as f64 - len).max(0.0);
-        let a = start as f64
-            + span * i as f64 / k as f64
-            + slack * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
-        let (a, b) = (a as i64, (a + len) as i64);
-        let w = t.window(a, b);
-        match reconstruct::reconstruct(&w, &o) {
-            Ok(r) if !r.holds.is_empty() => out.push(r),
-            _ => return None,
-        }
-    }
-    Some(out)
+    let slack = (span / k as f64 - len).max(0.0);
+    let ranges: Vec<(i64, i64)> = (0..k)
+        .map(|i| {
+            let a = start as f64
+                + span * i as f64 / k as f64
+                + slack * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
+            (a as i64, (a + len) as i64)
+        })
+        .collect();
+    t.windows(&ranges)
+        .iter()
+        .map(|w| match reconstruct::reconstruct(w, &o) {
+            Ok(r) if !r.holds.is_empty() => Some(r),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Two windows' metrics together: counts and sums add, the longest wait is the longer.

@@ -240,17 +240,28 @@ impl Trace {
         })
     }
 
-    /// The capture cut to the events at `from <= ts < to`, as if it had been recorded over that
-    /// time only ([`super::sample`]); everything else (locks, sites, meta, counts) as the whole.
-    pub fn window(&self, from: i64, to: i64) -> Trace {
+    /// The capture cut to each of `ranges` (`from <= ts < to`, in time order, disjoint), as if
+    /// it had been recorded over that time only ([`super::sample`]); everything else (locks,
+    /// sites, meta, counts) as the whole. One pass over the events for all of them.
+    pub fn windows(&self, ranges: &[(i64, i64)]) -> Vec<Trace> {
+        let mut events: Vec<Vec<MmEvent>> = vec![Vec::new(); ranges.len()];
+        for e in &self.events {
+            let i = ranges.partition_point(|r| r.0 <= e.ts);
+            if i > 0 && e.ts < ranges[i - 1].1 {
+                events[i - 1].push(*e);
+            }
+        }
+        events
+            .into_iter()
+            .map(|events| self.with_events(events))
+            .collect()
+    }
+
+    /// This capture's everything but its events.
+    fn with_events(&self, events: Vec<MmEvent>) -> Trace {
         Trace {
             path: self.path.clone(),
-            events: self
-                .events
-                .iter()
-                .filter(|e| e.ts >= from && e.ts < to)
-                .copied()
-                .collect(),
+            events,
             locks: self.locks.clone(),
             sites: self.sites.clone(),
             ts_res_ns: self.ts_res_ns,

@@ -46,6 +46,33 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `lockcast whatif lru-cache CAPTURE --json EXTRA...`, which must succeed, as JSON.
+pub fn whatif_json(capture: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["whatif", "lru-cache", capture, "--json"];
+    args.extend_from_slice(extra);
+    let o = lockcast(&args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+/// (low, high) of contended and total wait of a `whatif --json` answer's first row: the
+/// prediction's interval, then the no-change replay's.
+pub fn interval_ends(v: &serde_json::Value) -> Vec<(f64, f64)> {
+    let row = &v["rows"][0];
+    let mut out = Vec::new();
+    for iv in ["interval", "replayed_interval"] {
+        for m in ["contended", "total_wait_ns"] {
+            let end = |e: &str| row[iv][e][m].as_f64().expect("interval end is a number");
+            out.push((end("low"), end("high")));
+        }
+    }
+    out
+}
+
 /// Run a what-if policy over a capture with `--set` pairs, no bootstrap (the point estimate).
 pub fn whatif_run(
     path: &str,

@@ -6,33 +6,12 @@
 //! capture is small (about 38 k holds + folios), so a small budget stands in for a large
 //! capture; `experiments/sample_check.py` makes the same comparison on the matrix captures.
 
-use crate::common::lockcast;
+use crate::common::{interval_ends, lockcast, whatif_json};
 
 const CAPTURE: &str = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
 
 fn json(extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["whatif", "lru-cache", CAPTURE, "--json"];
-    args.extend_from_slice(extra);
-    let o = lockcast(&args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("json")
-}
-
-/// (low, high) of contended and total wait, prediction then no-change replay.
-fn ends(v: &serde_json::Value) -> Vec<(f64, f64)> {
-    let row = &v["rows"][0];
-    let mut out = Vec::new();
-    for iv in ["interval", "replayed_interval"] {
-        for m in ["contended", "total_wait_ns"] {
-            let end = |e: &str| row[iv][e][m].as_f64().expect("interval end is a number");
-            out.push((end("low"), end("high")));
-        }
-    }
-    out
+    whatif_json(CAPTURE, extra)
 }
 
 #[test]
@@ -56,7 +35,11 @@ fn sampled_replicates_keep_the_point_estimates_and_move_the_interval_ends_little
     assert_eq!(sampled["calibration"], whole["calibration"]);
     // each end within half the whole-capture interval's width of its end (measured here:
     // at most 0.21 widths, the prediction's upper total wait)
-    for (i, (&(wl, wh), &(sl, sh))) in ends(&whole).iter().zip(&ends(&sampled)).enumerate() {
+    for (i, (&(wl, wh), &(sl, sh))) in interval_ends(&whole)
+        .iter()
+        .zip(&interval_ends(&sampled))
+        .enumerate()
+    {
         let width = wh - wl;
         assert!(width > 0.0, "interval {i} has a width");
         assert!(

@@ -5,33 +5,12 @@
 //! compared here by the rule, so the count the default run stopped at is recomputed, not
 //! taken from it.
 
-use crate::common::{lockcast, stdout};
+use crate::common::{interval_ends, lockcast, stdout, whatif_json};
 
 const CAPTURE: &str = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
 
 fn json(extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["whatif", "lru-cache", CAPTURE, "--json"];
-    args.extend_from_slice(extra);
-    let o = lockcast(&args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("json")
-}
-
-/// (low, high) of contended and total wait, prediction then no-change replay.
-fn ends(v: &serde_json::Value) -> Vec<(f64, f64)> {
-    let row = &v["rows"][0];
-    let mut out = Vec::new();
-    for iv in ["interval", "replayed_interval"] {
-        for m in ["contended", "total_wait_ns"] {
-            let end = |e: &str| row[iv][e][m].as_f64().expect("interval end is a number");
-            out.push((end("low"), end("high")));
-        }
-    }
-    out
+    whatif_json(CAPTURE, extra)
 }
 
 fn settled(before: &[(f64, f64)], now: &[(f64, f64)]) -> bool {
@@ -56,11 +35,14 @@ fn default_interval_stops_where_the_rule_says_and_equals_the_fixed_run_of_that_s
     assert_eq!(auto["rows"], fixed["rows"]);
     // settled at n, and not one block earlier (when that block could have stopped it)
     let prev = json(&["--bootstrap", &(n - 25).to_string()]);
-    assert!(settled(&ends(&prev), &ends(&fixed)), "not settled at {n}");
+    assert!(
+        settled(&interval_ends(&prev), &interval_ends(&fixed)),
+        "not settled at {n}"
+    );
     if n - 25 >= 50 {
         let prev2 = json(&["--bootstrap", &(n - 50).to_string()]);
         assert!(
-            !settled(&ends(&prev2), &ends(&prev)),
+            !settled(&interval_ends(&prev2), &interval_ends(&prev)),
             "already settled at {}",
             n - 25
         );
