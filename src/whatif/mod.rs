@@ -348,16 +348,26 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             )))
         }
     };
-    let samples = calibrate::samples(t, &rec);
-    let mut cal = calibrate::fit(&samples, o.post_quantile);
-    cal.tail_cut_ns = tail_cut(&cal, &rec);
+    // The calibration and the layouts need only the rebuilt holds, not each other: built side
+    // by side, as the serial stretch before the replays is a large share of a what-if's time.
+    let ((samples, cal), (layout, win_recs)) = std::thread::scope(|sc| {
+        let lay = sc.spawn(|| {
+            let layout = intents::Layout::new(&rec);
+            let win_recs = match o.bootstrap {
+                0 => None,
+                _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed),
+            };
+            (layout, win_recs)
+        });
+        let samples = calibrate::samples(t, &rec);
+        let mut cal = calibrate::fit(&samples, o.post_quantile);
+        cal.tail_cut_ns = tail_cut(&cal, &rec);
+        match lay.join() {
+            Ok(l) => ((samples, cal), l),
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    });
     let baseline = policy::Baseline;
-    // One layout of the streams for every calibration below; each calibration re-times it once
-    // and every policy replays the same intents.
-    let layout = intents::Layout::new(&rec);
-    let mut scratch = intents::Scratch::default();
-    let mut it = layout.empty();
-    layout.build_into(&cal, &mut scratch, &mut it);
     // The interval covers the policy and its alternatives: baseline first, then the
     // variants, one replicate's metrics in that order.
     let alts = policy.alternatives();
@@ -365,17 +375,49 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     variants.extend(alts.iter().map(|b| b.as_ref()));
     let mut all: Vec<&dyn Policy> = vec![&baseline];
     all.extend(variants.iter().copied());
-    // each one's requests under the point calibration, asked for once
-    let whole_reqs: Vec<Vec<Vec<policy::Request>>> = all
-        .iter()
-        .map(|p| p.requests(&it, ctx))
-        .collect::<Result<_>>()?;
+    let variants_cal = sensitivity_calibrations(&samples, &cal, &rec);
+    let pair: [&dyn Policy; 2] = [&baseline, policy];
+    // Each row is one answer, read on its own: replayed on the whole capture even when the
+    // replicates were sampled (a sample's few-% noise is small beside an interval's width but
+    // not beside a row's shift). The rows that re-time the intents start on the other CPU
+    // while this thread builds the point estimates.
+    let whole = [&layout];
+    let retimed: Vec<usize> = (0..variants_cal.len())
+        .filter(|&j| !calibrate::HoldTable::same_timing(&variants_cal[j].1, &cal))
+        .collect();
+    let (point, retimed_rows) = par_map_lead(
+        retimed.len(),
+        || workers(&whole),
+        |j, w| {
+            eval_on(
+                &whole,
+                &variants_cal[retimed[j]].1,
+                &pair,
+                observation,
+                ctx,
+                w,
+            )
+        },
+        || -> Result<_> {
+            // One layout of the streams for every calibration; each calibration re-times it
+            // once and every policy replays the same intents.
+            let mut scratch = intents::Scratch::default();
+            let mut it = layout.empty();
+            layout.build_into(&cal, &mut scratch, &mut it);
+            // each one's requests under the point calibration, asked for once
+            let whole_reqs: Vec<Vec<Vec<policy::Request>>> = all
+                .iter()
+                .map(|p| p.requests(&it, ctx))
+                .collect::<Result<_>>()?;
+            Ok((it, whole_reqs))
+        },
+    );
+    let (it, whole_reqs) = point?;
     // the point estimates, with their breakdown by path
     let rd = des::replay_detailed(&whole_reqs[0], &cal, observation);
     let pd = des::replay_detailed(&whole_reqs[1], &cal, observation);
     let (replayed, predicted) = (rd.total, pd.total);
     let by_path = path_rows(&rec, &rd, &pd);
-
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample), so the replicates are the sequential loop's whatever
@@ -395,10 +437,6 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     // windows whose answers are scaled to the whole by the windows' own point estimates
     // (`sample`); a sample that misses a metric the whole capture has (contention only in
     // bursts between the windows) is dropped for the whole.
-    let win_recs = match o.bootstrap {
-        0 => None,
-        _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed),
-    };
     let win_layouts: Vec<intents::Layout> = win_recs
         .iter()
         .flatten()
@@ -547,66 +585,43 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         sampled_share,
     };
 
-    let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
-    for q in [0.9, 0.99] {
-        variants_cal.push((
-            format!("window edge q{}", q * 100.0),
-            calibrate::fit(&samples, q),
-        ));
+    // The rows that keep the point's timing (its intents and requests, only replayed under
+    // their calibration) and the other observation's row: two replays each.
+    let other_obs: Vec<Observation> = [Observation::Paravirt, Observation::BareMetal]
+        .into_iter()
+        .filter(|&x| x != observation)
+        .collect();
+    let mut rows: Vec<Option<Result<Vec<Metrics>>>> = variants_cal.iter().map(|_| None).collect();
+    for (&j, m) in retimed.iter().zip(retimed_rows) {
+        rows[j] = Some(m);
     }
-    let scaled = |label: &str, f: &dyn Fn(&mut Calibration)| {
-        let mut c = cal.clone();
-        f(&mut c);
-        (label.to_string(), c)
-    };
-    variants_cal.push(scaled("pre_fast x0", &|c| c.pre_fast_ns = 0.0));
-    variants_cal.push(scaled("pre_fast x2", &|c| c.pre_fast_ns *= 2.0));
-    variants_cal.push(scaled("gap x0.75", &|c| c.gap_ns *= 0.75));
-    variants_cal.push(scaled("gap x1.25", &|c| c.gap_ns *= 1.25));
-    variants_cal.push(scaled("s1_add x0.75", &|c| c.s1_add_ns *= 0.75));
-    variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
-    variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
-    variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
-    if cal.n_stalls > 0 {
-        // the stalls are host noise as much as the workload's: the answer without them
-        variants_cal.push(scaled("stalls left out", &|c| c.stall_share = 0.0));
-    }
-    if !rec.lazyfree_calls.is_empty() {
-        // the least-measured hold: fast-path lazyfree holds leave no event at all
-        variants_cal.push(scaled("lazyfree hold x0.5", &|c| {
-            c.lazy_fast_ns *= 0.5;
-            c.lazy_hold_ns *= 0.5;
-        }));
-        variants_cal.push(scaled("lazyfree hold x1.5", &|c| {
-            c.lazy_fast_ns *= 1.5;
-            c.lazy_hold_ns *= 1.5;
-        }));
-    }
-    let pair: [&dyn Policy; 2] = [&baseline, policy];
-    // Each row is one answer, read on its own: replayed on the whole capture even when the
-    // replicates were sampled (a sample's few-% noise is small beside an interval's width but
-    // not beside a row's shift).
-    let whole = [&layout];
+    let replays: Vec<(&Calibration, Observation)> = variants_cal
+        .iter()
+        .zip(&rows)
+        .filter(|(_, row)| row.is_none())
+        .map(|((_, c), _)| (c, observation))
+        .chain(other_obs.iter().map(|&x| (&cal, x)))
+        .collect();
     let same_requests = whole_reqs[0] == whole_reqs[1];
-    let sens = par_map(
-        variants_cal.len(),
-        || workers(&whole),
-        |j, w| {
-            let c = &variants_cal[j].1;
-            if !calibrate::HoldTable::same_timing(c, &cal) {
-                return eval_on(&whole, c, &pair, observation, ctx, w);
-            }
-            // the point's intents and requests, only replayed under `c`
-            let r = des::replay(&whole_reqs[0], c, observation);
+    let mut replayed_rows = par_map(
+        replays.len(),
+        || (),
+        |j, _| {
+            let (c, obs) = replays[j];
+            let r = des::replay(&whole_reqs[0], c, obs);
             let p = match same_requests {
                 true => r,
-                false => des::replay(&whole_reqs[1], c, observation),
+                false => des::replay(&whole_reqs[1], c, obs),
             };
-            Ok(vec![r, p])
+            vec![r, p]
         },
-    );
+    )
+    .into_iter();
+    for row in rows.iter_mut().filter(|r| r.is_none()) {
+        *row = replayed_rows.next().map(Ok);
+    }
     let mut sensitivity = Vec::new();
-    for ((choice, _), m) in variants_cal.into_iter().zip(sens) {
+    for ((choice, _), m) in variants_cal.into_iter().zip(rows.into_iter().flatten()) {
         let m = m?;
         sensitivity.push(Sensitivity {
             choice,
@@ -614,17 +629,15 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
             predicted: m[1],
         });
     }
-    for other in [Observation::Paravirt, Observation::BareMetal] {
-        if other != observation {
-            sensitivity.push(Sensitivity {
-                choice: format!("observation={}", obs_name(other)),
-                replayed: des::replay(&whole_reqs[0], &cal, other),
-                predicted: des::replay(&whole_reqs[1], &cal, other),
-            });
-        }
+    for (other, m) in other_obs.into_iter().zip(replayed_rows) {
+        sensitivity.push(Sensitivity {
+            choice: format!("observation={}", obs_name(other)),
+            replayed: m[0],
+            predicted: m[1],
+        });
     }
 
-    let mut identities = identities(&rec, &it, ctx)?;
+    let mut identities = identities(&rec, &it, &whole_reqs[0]);
     for h in rec
         .holds
         .iter()
@@ -699,6 +712,51 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         warnings,
         verdict,
     })
+}
+
+/// The sensitivity rows' calibrations: each a choice the point estimate rests on, moved to
+/// a plausible other value.
+fn sensitivity_calibrations(
+    samples: &calibrate::Samples,
+    cal: &Calibration,
+    rec: &Reconstruction,
+) -> Vec<(String, Calibration)> {
+    let mut variants_cal: Vec<(String, Calibration)> = Vec::new();
+    for q in [0.9, 0.99] {
+        variants_cal.push((
+            format!("window edge q{}", q * 100.0),
+            calibrate::fit(samples, q),
+        ));
+    }
+    let scaled = |label: &str, f: &dyn Fn(&mut Calibration)| {
+        let mut c = cal.clone();
+        f(&mut c);
+        (label.to_string(), c)
+    };
+    variants_cal.push(scaled("pre_fast x0", &|c| c.pre_fast_ns = 0.0));
+    variants_cal.push(scaled("pre_fast x2", &|c| c.pre_fast_ns *= 2.0));
+    variants_cal.push(scaled("gap x0.75", &|c| c.gap_ns *= 0.75));
+    variants_cal.push(scaled("gap x1.25", &|c| c.gap_ns *= 1.25));
+    variants_cal.push(scaled("s1_add x0.75", &|c| c.s1_add_ns *= 0.75));
+    variants_cal.push(scaled("s1_add x1.25", &|c| c.s1_add_ns *= 1.25));
+    variants_cal.push(scaled("free hold x0.8", &|c| c.c0_ns *= 0.8));
+    variants_cal.push(scaled("free hold x1.2", &|c| c.c0_ns *= 1.2));
+    if cal.n_stalls > 0 {
+        // the stalls are host noise as much as the workload's: the answer without them
+        variants_cal.push(scaled("stalls left out", &|c| c.stall_share = 0.0));
+    }
+    if !rec.lazyfree_calls.is_empty() {
+        // the least-measured hold: fast-path lazyfree holds leave no event at all
+        variants_cal.push(scaled("lazyfree hold x0.5", &|c| {
+            c.lazy_fast_ns *= 0.5;
+            c.lazy_hold_ns *= 0.5;
+        }));
+        variants_cal.push(scaled("lazyfree hold x1.5", &|c| {
+            c.lazy_fast_ns *= 1.5;
+            c.lazy_hold_ns *= 1.5;
+        }));
+    }
+    variants_cal
 }
 
 /// Replays of the policies `ps` under calibration `c`, summed over `layouts` (the whole
@@ -845,7 +903,12 @@ pub fn obs_name(o: Observation) -> &'static str {
     }
 }
 
-fn identities(rec: &Reconstruction, it: &intents::Intents, ctx: &Context) -> Result<Identities> {
+/// `base_reqs`: the baseline's requests on `it` (the kernel rule's add-side holds).
+fn identities(
+    rec: &Reconstruction,
+    it: &intents::Intents,
+    base_reqs: &[Vec<policy::Request>],
+) -> Identities {
     let mut id = Identities {
         unknown_order: rec.unknown_order,
         lazyfree_calls: rec.lazyfree_calls.len() as u64,
@@ -896,13 +959,12 @@ fn identities(rec: &Reconstruction, it: &intents::Intents, ctx: &Context) -> Res
             id.free_holds_rule += reconstruct::free_holds_rule(*folios, large).len() as u64;
         }
     }
-    id.add_holds_rule = policy::Baseline
-        .requests(it, ctx)?
+    id.add_holds_rule = base_reqs
         .iter()
         .flatten()
         .filter(|r| r.side == Side::Add)
         .count() as u64;
-    Ok(id)
+    id
 }
 
 /// `f(0..n)` in order, on up to as many threads as the machine has CPUs; each thread keeps
@@ -912,41 +974,51 @@ fn par_map<T: Send, S>(
     state: impl Fn() -> S + Sync,
     f: impl Fn(usize, &mut S) -> T + Sync,
 ) -> Vec<T> {
+    par_map_lead(n, state, f, || ()).1
+}
+
+/// [`par_map`] with `lead` run first on the calling thread while the other threads start on
+/// `f` (the calling thread joins them when `lead` is done): serial work that the items do
+/// not need overlaps them. Results as [`par_map`]'s, whatever the thread count.
+fn par_map_lead<T: Send, S, L>(
+    n: usize,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(usize, &mut S) -> T + Sync,
+    lead: impl FnOnce() -> L,
+) -> (L, Vec<T>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(n);
-    if threads <= 1 {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads <= 1 || n == 0 {
+        let l = lead();
         let mut s = state();
-        return (0..n).map(|j| f(j, &mut s)).collect();
+        return (l, (0..n).map(|j| f(j, &mut s)).collect());
     }
     let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, T)> = std::thread::scope(|sc| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                sc.spawn(|| {
-                    let mut s = state();
-                    let mut out = Vec::new();
-                    loop {
-                        let j = next.fetch_add(1, Ordering::Relaxed);
-                        if j >= n {
-                            break out;
-                        }
-                        out.push((j, f(j, &mut s)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| match w.join() {
-                Ok(v) => v,
+    let work = || {
+        let mut s = state();
+        let mut out = Vec::new();
+        loop {
+            let j = next.fetch_add(1, Ordering::Relaxed);
+            if j >= n {
+                break out;
+            }
+            out.push((j, f(j, &mut s)));
+        }
+    };
+    let (l, mut done) = std::thread::scope(|sc| {
+        let helpers: Vec<_> = (1..threads.min(n + 1)).map(|_| sc.spawn(work)).collect();
+        let l = lead();
+        let mut done = work();
+        for h in helpers {
+            match h.join() {
+                Ok(v) => done.extend(v),
                 Err(p) => std::panic::resume_unwind(p),
-            })
-            .collect()
+            }
+        }
+        (l, done)
     });
     done.sort_unstable_by_key(|(j, _)| *j);
-    done.into_iter().map(|(_, t)| t).collect()
+    (l, done.into_iter().map(|(_, t)| t).collect())
 }
 
 fn percentile_range(v: &[Metrics]) -> Range {
@@ -1019,4 +1091,39 @@ fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
         b.set_style(style);
     }
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_map_lead_returns_the_items_in_order_and_the_leads_value() {
+        for n in [0, 1, 2, 7, 100] {
+            let (l, v) = par_map_lead(n, || 10, |j, s| j * *s, || "lead");
+            assert_eq!(l, "lead");
+            assert_eq!(v, (0..n).map(|j| j * 10).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn par_map_lead_runs_the_items_while_the_lead_works() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            return; // one CPU: the lead runs first by design
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        // the lead waits for an item: it returns true only if an item ran before it ended
+        let (seen, v) = par_map_lead(
+            3,
+            || (),
+            |j, _| {
+                let _ = tx.lock().map(|t| t.send(j));
+                j
+            },
+            || rx.recv_timeout(std::time::Duration::from_secs(20)).is_ok(),
+        );
+        assert!(seen, "no item ran while the lead worked");
+        assert_eq!(v, vec![0, 1, 2]);
+    }
 }
