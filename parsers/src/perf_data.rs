@@ -186,7 +186,7 @@ impl AsRef<[u8]> for Shared {
 
 struct Ctx {
     attrs: Vec<Attr>,
-    attr_of_id: HashMap<u64, usize>,
+    attr_of_id: IdMap,
     big_endian: bool,
     comms: HashMap<i32, String>,
     maps: HashMap<i32, Vec<Map>>,
@@ -359,7 +359,7 @@ impl<'a> Reader<'a> {
         let ids = if st.sample_types.len() > 1 {
             attr_ids(&st.buf.0)
         } else {
-            HashMap::new()
+            IdMap::default()
         };
         let mut counts = bulk::Counts::default();
         let Some(data) = st.buf.0.get(from..to) else {
@@ -788,7 +788,7 @@ struct Checked {
     kernel_map: Option<(u64, String, u64)>,
     /// A file cut short: sample id → attr index, from the attr section's id lists (the record
     /// reader takes them from the lost EVENT_DESC section otherwise).
-    attr_of_id: HashMap<u64, usize>,
+    attr_of_id: IdMap,
     /// Records of a type perf does not define: (type, count, first byte offset), skipped.
     unknown: Vec<(u32, u64, u64)>,
 }
@@ -897,7 +897,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     let claimed_end = data_off.saturating_add(data_size);
     check_event_types(buf)?;
     let mut cut: Option<String> = None;
-    let mut attr_of_id = HashMap::new();
+    let mut attr_of_id = IdMap::default();
     if data_size == 0 {
         cut = Some(
             "its data size is 0 (perf record did not finish writing the header: killed?)".into(),
@@ -1087,10 +1087,33 @@ fn check_event_types(buf: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Sample id → attr index ([`attr_ids`]), looked up once per sample: a multiplicative hash
+/// instead of SipHash, whose cost per lookup was a few % of reading a large file (the ids are
+/// the kernel's, a few per event and CPU; nothing here needs a keyed hash).
+pub(crate) type IdMap = HashMap<u64, usize, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// The hasher of [`IdMap`]: one multiply by a 64-bit odd constant (Fibonacci hashing).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
 /// section (offset, size) of its u64 sample ids. Maps each id to its entry's index.
-fn attr_ids(buf: &[u8]) -> HashMap<u64, usize> {
-    let mut out = HashMap::new();
+fn attr_ids(buf: &[u8]) -> IdMap {
+    let mut out = IdMap::default();
     let attr_size = u64_at(buf, 16).unwrap_or(0) as usize;
     let (off, size) = sect(buf, 24);
     if attr_size < 16 {

@@ -112,7 +112,7 @@ pub(super) fn walk(
     data: &[u8],
     sample_types: &[u64],
     attrs: &[Attr],
-    attr_of_id: &std::collections::HashMap<u64, usize>,
+    attr_of_id: &super::IdMap,
     plan: &Plan,
     counts: &mut Counts,
 ) -> Option<TypedSamples> {
@@ -233,7 +233,7 @@ struct Sample<'a> {
 fn read_sample<'a>(
     b: &'a [u8],
     sample_types: &[u64],
-    attr_of_id: &std::collections::HashMap<u64, usize>,
+    attr_of_id: &super::IdMap,
 ) -> Option<Sample<'a>> {
     let first = sample_types[0];
     let attr = if sample_types.len() == 1 {

@@ -19,8 +19,6 @@
 //! record reader would reject as damaged still counts in the numbering here (the file-wide
 //! path leaves it out and says so in a note), so on a damaged file later `line`s can differ.
 
-use std::collections::HashMap;
-
 use super::{attr_ids, feature_entry, sect, tracing, u16_at, u32_at, u64_at};
 
 use super::abi::sample::{id_at, CPU, ID, IDENTIFIER, IP, STREAM_ID, TID, TIME};
@@ -82,14 +80,16 @@ pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
     let sample_id = id_at(st);
     // sample_id_all of the other records: tid, time, id, stream_id, cpu, identifier at the end
     let other_time_from_end = 8 + count(&[ID, STREAM_ID, CPU, IDENTIFIER]);
-    let attr_of: HashMap<u64, usize> = attr_ids(buf);
+    let attr_of = attr_ids(buf);
     if sample_id.is_none() && n_attrs > 1 {
         return None;
     }
 
     let end = index as usize;
     let mut pos = data_off as usize;
-    let mut kept = Vec::new();
+    // the kept records' byte ranges, adjacent ones merged: moved down in place once the walk
+    // has found nothing that sends the file to the record reader (which needs it untouched)
+    let mut kept: Vec<(usize, usize)> = Vec::new();
     let mut all_samples: Vec<(u64, usize)> = Vec::new();
     let mut kept_samples: Vec<(u64, usize)> = Vec::new();
     // running maximum key through the round before last, and through the last round
@@ -133,15 +133,28 @@ pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
             }
             _ => {}
         }
-        kept.extend_from_slice(&buf[pos..next]);
+        match kept.last_mut() {
+            Some(last) if last.1 == pos => last.1 = next,
+            _ => kept.push((pos, next)),
+        }
         pos = next;
     }
     let dropped = (all_samples.len() - kept_samples.len()) as u64;
-    all_samples.sort_unstable();
-    kept_samples.sort_unstable();
+    // The keys come as a few sorted runs (each CPU's buffer within a round), which the stable
+    // sort merges instead of partitioning: the keys are distinct (a file offset each), so the
+    // order is the unstable sort's.
+    all_samples.sort();
+    kept_samples.sort();
+    // a kept sample's line: its place among all samples, found by walking both in order
+    let mut at = 0;
     let lines = kept_samples
         .iter()
-        .map(|k| all_samples.partition_point(|a| a < k) as u64 + 1)
+        .map(|k| {
+            while all_samples.get(at).is_some_and(|a| a < k) {
+                at += 1;
+            }
+            at as u64 + 1
+        })
         .collect();
 
     // the kept records where the data was, the feature index right after them (the record
@@ -150,8 +163,13 @@ pub(super) fn drop_samples(buf: &mut [u8], only: &[String]) -> Option<Dropped> {
     let n_feat: usize = bits.iter().map(|b| b.count_ones() as usize).sum();
     let index_bytes = buf.get(end..end.checked_add(16 * n_feat)?)?.to_vec();
     let d = data_off as usize;
-    buf[d..d + kept.len()].copy_from_slice(&kept);
-    buf[d + kept.len()..d + kept.len() + index_bytes.len()].copy_from_slice(&index_bytes);
-    buf[48..56].copy_from_slice(&(kept.len() as u64).to_le_bytes());
+    // each range moves to at or below where it was, so the ones after it are not yet touched
+    let mut len = 0;
+    for &(from, to) in &kept {
+        buf.copy_within(from..to, d + len);
+        len += to - from;
+    }
+    buf[d + len..d + len + index_bytes.len()].copy_from_slice(&index_bytes);
+    buf[48..56].copy_from_slice(&(len as u64).to_le_bytes());
     Some(Dropped { lines, dropped })
 }
