@@ -6,7 +6,8 @@
 #       200-replicate interval) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
 #   (b) with --base PATH (an older lockcast build): its report, whatif and --bootstrap 0 in the same rounds,
 #       and the ratio old / new;
-#   (c) peak RSS of whatif per capture (GNU time, one extra run);
+#   (c) peak RSS of whatif per capture (GNU time, one extra run), and whatif's median CPU time
+#       (user + system) new and base: a load-robust companion to the wall times;
 #   (d) with --base: the interval of every bundled capture (fixtures/replay/*), old and new
 #       (width = high - low of contended and of total wait, prediction and no-change replay;
 #       the replicates the new default ran; the point estimates must agree);
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --base) BASE=$2; shift 2 ;;
     --policy) POLICY=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -71,13 +72,16 @@ fi
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ratio() { echo "scale=2; $1 / $2" | bc; }
-timed() { # command... ; prints seconds
+timed() { # command... ; prints "wall_seconds cpu_seconds" (user + system, GNU time)
   local t0 t1
   t0=$(now)
-  "$@" > /dev/null 2>&1
+  /usr/bin/time -f '%U %S' -o "$tmp/cpu" "$@" > /dev/null 2>&1
   t1=$(now)
-  echo "$t1 - $t0" | bc
+  echo "$(echo "$t1 - $t0" | bc) $(awk '{print $1 + $2}' "$tmp/cpu")"
 }
+# col N "wall cpu"...: the Nth field of each pair (1 = wall, 2 = CPU)
+col() { local n=$1; shift; printf '%s\n' "$@" | awk -v n="$n" '{print $n}'; }
+mcol() { local n=$1; shift; median $(col "$n" "$@"); }
 events() { # capture dir
   if [ -e "$1/perf.data" ]; then
     perf script -i "$1/perf.data" -F event 2>/dev/null | wc -l
@@ -87,7 +91,7 @@ events() { # capture dir
 }
 
 echo "lockcast $LOCKCAST${BASE:+, base $BASE}; policy $POLICY; $REPEATS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB'
+printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s %8s %8s %7s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB' 'wi_cpu' 'bwi_cpu' 'cpu_o/n'
 for c in "${cases[@]}"; do
   rep=() wi=() wi0=() brep=() bwi=() bwi0=()
   for i in $(seq 1 "$REPEATS"); do
@@ -102,16 +106,19 @@ for c in "${cases[@]}"; do
   done
   /usr/bin/time -f %M -o "$tmp/rss" "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>&1
   rss=$(tail -1 "$tmp/rss")
-  mr=$(median "${rep[@]}"); mw=$(median "${wi[@]}"); m0=$(median "${wi0[@]}")
-  br=- bw=- on=- b0=- on0=-
+  mr=$(mcol 1 "${rep[@]}"); mw=$(mcol 1 "${wi[@]}"); m0=$(mcol 1 "${wi0[@]}")
+  cw=$(printf '%.2f' "$(mcol 2 "${wi[@]}")")
+  br=- bw=- on=- b0=- on0=- bcw=- con=-
   if [ -n "$BASE" ]; then
-    br=$(printf '%.3f' "$(median "${brep[@]}")"); bw=$(printf '%.3f' "$(median "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
-    b0=$(printf '%.3f' "$(median "${bwi0[@]}")"); on0=$(ratio "$b0" "$m0")x
+    br=$(printf '%.3f' "$(mcol 1 "${brep[@]}")"); bw=$(printf '%.3f' "$(mcol 1 "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
+    b0=$(printf '%.3f' "$(mcol 1 "${bwi0[@]}")"); on0=$(ratio "$b0" "$m0")x
+    bcw=$(printf '%.2f' "$(mcol 2 "${bwi[@]}")"); con=$(ratio "$bcw" "$cw")x
   fi
-  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s\n' "${c#"$here/"}" "$(events "$c")" \
-    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))"
+  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s %8s %8s %7s\n' "${c#"$here/"}" "$(events "$c")" \
+    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))" "$cw" "$bcw" "$con"
 done
-echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x)"
+echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x; wi_cpu / bwi_cpu ="
+echo " whatif's CPU time, user + system, new / base: less moved by other load than wall time)"
 
 if [ -n "$BASE" ] && [ "$ONLY" != large ]; then
   echo
