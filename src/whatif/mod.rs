@@ -409,10 +409,13 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
                 .iter()
                 .map(|p| p.requests(&it, ctx))
                 .collect::<Result<_>>()?;
-            Ok((it, whole_reqs))
+            // the intents are not needed past here: their buffers go before this thread
+            // takes a set of its own for the rows
+            let identities = identities(&rec, &it, &whole_reqs[0]);
+            Ok((identities, whole_reqs))
         },
     );
-    let (it, whole_reqs) = point?;
+    let (mut identities, whole_reqs) = point?;
     // the point estimates, with their breakdown by path
     let rd = des::replay_detailed(&whole_reqs[0], &cal, observation);
     let pd = des::replay_detailed(&whole_reqs[1], &cal, observation);
@@ -637,7 +640,6 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         });
     }
 
-    let mut identities = identities(&rec, &it, &whole_reqs[0]);
     for h in rec
         .holds
         .iter()
