@@ -1087,28 +1087,10 @@ fn check_event_types(buf: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Sample id → attr index ([`attr_ids`]), looked up once per sample: a multiplicative hash
-/// instead of SipHash, whose cost per lookup was a few % of reading a large file (the ids are
-/// the kernel's, a few per event and CPU; nothing here needs a keyed hash).
-pub(crate) type IdMap = HashMap<u64, usize, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// The hasher of [`IdMap`]: one multiply by a 64-bit odd constant (Fibonacci hashing).
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+/// Sample id → attr index ([`attr_ids`]), looked up once per sample: foldhash's fixed-seed
+/// hasher instead of SipHash, whose cost per lookup was a few % of reading a large file (the
+/// ids are the kernel's, a few per event and CPU; nothing here needs a keyed hash).
+pub(crate) type IdMap = HashMap<u64, usize, foldhash::fast::FixedState>;
 
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
 /// section (offset, size) of its u64 sample ids. Maps each id to its entry's index.

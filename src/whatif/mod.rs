@@ -382,9 +382,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     // not beside a row's shift). The rows that re-time the intents start on the other CPU
     // while this thread builds the point estimates.
     let whole = [&layout];
-    let retimed: Vec<usize> = (0..variants_cal.len())
-        .filter(|&j| !calibrate::HoldTable::same_timing(&variants_cal[j].1, &cal))
-        .collect();
+    let (retimed, replay_only): (Vec<usize>, Vec<usize>) = (0..variants_cal.len())
+        .partition(|&j| !calibrate::HoldTable::same_timing(&variants_cal[j].1, &cal));
     let (point, retimed_rows) = par_map_lead(
         retimed.len(),
         || workers(&whole),
@@ -594,15 +593,9 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         .into_iter()
         .filter(|&x| x != observation)
         .collect();
-    let mut rows: Vec<Option<Result<Vec<Metrics>>>> = variants_cal.iter().map(|_| None).collect();
-    for (&j, m) in retimed.iter().zip(retimed_rows) {
-        rows[j] = Some(m);
-    }
-    let replays: Vec<(&Calibration, Observation)> = variants_cal
+    let replays: Vec<(&Calibration, Observation)> = replay_only
         .iter()
-        .zip(&rows)
-        .filter(|(_, row)| row.is_none())
-        .map(|((_, c), _)| (c, observation))
+        .map(|&j| (&variants_cal[j].1, observation))
         .chain(other_obs.iter().map(|&x| (&cal, x)))
         .collect();
     let same_requests = whole_reqs[0] == whole_reqs[1];
@@ -620,11 +613,13 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         },
     )
     .into_iter();
-    for row in rows.iter_mut().filter(|r| r.is_none()) {
-        *row = replayed_rows.next().map(Ok);
-    }
+    // every row by its index in `variants_cal`, from whichever of the two runs made it
+    let mut rows: Vec<(usize, Result<Vec<Metrics>>)> =
+        retimed.into_iter().zip(retimed_rows).collect();
+    rows.extend(replay_only.into_iter().zip(replayed_rows.by_ref().map(Ok)));
+    rows.sort_unstable_by_key(|r| r.0);
     let mut sensitivity = Vec::new();
-    for ((choice, _), m) in variants_cal.into_iter().zip(rows.into_iter().flatten()) {
+    for ((choice, _), (_, m)) in variants_cal.into_iter().zip(rows) {
         let m = m?;
         sensitivity.push(Sensitivity {
             choice,

@@ -240,20 +240,18 @@ impl Trace {
         })
     }
 
-    /// The capture cut to each of `ranges` (`from <= ts < to`, in time order, disjoint), as if
-    /// it had been recorded over that time only ([`super::sample`]); everything else (locks,
-    /// sites, meta, counts) as the whole. One pass over the events for all of them.
+    /// The capture cut to each of `ranges` (`from <= ts < to`), as if it had been recorded
+    /// over that time only ([`super::sample`]); everything else (locks, sites, meta, counts)
+    /// as the whole. The events are in time order ([`read_with`] sorts them), so each window
+    /// is one run of them, found by binary search.
     pub fn windows(&self, ranges: &[(i64, i64)]) -> Vec<Trace> {
-        let mut events: Vec<Vec<MmEvent>> = vec![Vec::new(); ranges.len()];
-        for e in &self.events {
-            let i = ranges.partition_point(|r| r.0 <= e.ts);
-            if i > 0 && e.ts < ranges[i - 1].1 {
-                events[i - 1].push(*e);
-            }
-        }
-        events
-            .into_iter()
-            .map(|events| self.with_events(events))
+        ranges
+            .iter()
+            .map(|&(from, to)| {
+                let a = self.events.partition_point(|e| e.ts < from);
+                let b = self.events.partition_point(|e| e.ts < to).max(a);
+                self.with_events(self.events[a..b].to_vec())
+            })
             .collect()
     }
 
