@@ -395,8 +395,13 @@ impl<'a> Layout<'a> {
         let r = self.r;
         let n = self.cpu_holds.len();
         let table = HoldTable::new(c);
+        // Every buffer below is sized before it is filled: a first build into fresh buffers (the
+        // point, each row thread's first row) otherwise grows them by doubling, a copy of all
+        // that was pushed each time and pages faulted twice (a tenth of such a build).
         s.req.clear();
         s.lock.clear();
+        s.req.reserve(self.hold_t.len());
+        s.lock.reserve(self.hold_t.len());
         for h in &self.hold_t {
             let (req, lock) = retime(&table, c, h);
             s.req.push(req);
@@ -419,6 +424,8 @@ impl<'a> Layout<'a> {
             let (q, prefix) = (&mut s.q[ci], &mut s.prefix[ci]);
             q.clear();
             prefix.clear();
+            q.reserve(order.len());
+            prefix.reserve(order.len() + 1);
             prefix.push(0);
             let mut acc = 0;
             for &i in order.iter() {
@@ -442,6 +449,7 @@ impl<'a> Layout<'a> {
             let (templates, times) = (&self.templates[ci], &self.times[ci]);
             let vcalls = &mut s.vcalls;
             vcalls.clear();
+            vcalls.reserve(self.calls[ci].len());
             vcalls.extend(
                 self.calls[ci]
                     .iter()
@@ -454,8 +462,10 @@ impl<'a> Layout<'a> {
             }
             let stream = &mut out.streams[ci];
             stream.clear();
+            stream.reserve_exact(times.len());
             let keys = &mut s.keys;
             keys.clear();
+            keys.reserve(times.len());
             for &j in by_v.iter() {
                 let x = &times[j as usize];
                 if x.fault {

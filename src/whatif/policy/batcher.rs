@@ -108,7 +108,10 @@ impl Batcher {
 
     /// Run the batch over one CPU's intents.
     pub fn requests(&self, stream: &[Intent], intents: &Intents) -> Vec<Request> {
-        let mut out = Vec::new();
+        // At most one request per intent, a lazyfree intent's folios aside: reserved once
+        // rather than grown by doubling (each step a copy). Where batching leaves fewer, the
+        // pages never written are never faulted in.
+        let mut out = Vec::with_capacity(stream.len());
         let (mut folios, mut pages) = (0u32, 0u64);
         // the `lru_lazyfree` batch: the same predicate and caps (one function fills both)
         let mut lazy = (0u32, 0u64);
