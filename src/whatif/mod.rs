@@ -397,21 +397,20 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
                 w,
             )
         },
-        || -> Result<_> {
+        || {
             // One layout of the streams for every calibration; each calibration re-times it
             // once and every policy replays the same intents.
             let mut scratch = intents::Scratch::default();
             let mut it = layout.empty();
             layout.build_into(&cal, &mut scratch, &mut it);
             // each one's requests under the point calibration, asked for once
-            let whole_reqs: Vec<Vec<Vec<policy::Request>>> = all
+            let point = all
                 .iter()
                 .map(|p| p.requests(&it, ctx))
-                .collect::<Result<_>>()?;
-            // the intents are not needed past here: their buffers go before this thread
-            // takes a set of its own for the rows
-            let identities = identities(&rec, &it, &whole_reqs[0]);
-            Ok((identities, whole_reqs))
+                .collect::<Result<Vec<Vec<Vec<policy::Request>>>>>()
+                .map(|whole_reqs| (identities(&rec, &it, &whole_reqs[0]), whole_reqs));
+            // this thread re-times the rows it takes in the point's buffers
+            (point, vec![(scratch, it)])
         },
     );
     let (mut identities, whole_reqs) = point?;
@@ -503,6 +502,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         })
     };
     let worker = || workers(&layouts);
+    // the replicates' buffers, kept from one block to the next
+    let mut pool = Vec::new();
     // the intervals of the first n replicates, as reported (point estimates inside)
     let point_range = |m: Metrics| Range { low: m, high: m };
     let intervals = |boot: &[Vec<Metrics>]| -> (Range, Range) {
@@ -548,7 +549,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
                 at
             })
             .collect();
-        let got = par_map(n, worker, |j, w| {
+        let got = par_map_pooled(n, &mut pool, worker, |j, w| {
             let mut r = starts[j].clone();
             let c = calibrate::fit(&calibrate::resample(&samples, &mut r), o.post_quantile);
             let m = eval(&c, &all, observation, w);
@@ -971,41 +972,81 @@ fn par_map<T: Send, S>(
     state: impl Fn() -> S + Sync,
     f: impl Fn(usize, &mut S) -> T + Sync,
 ) -> Vec<T> {
-    par_map_lead(n, state, f, || ()).1
+    par_run(n, &state, f, || ((), state()), drop).1
+}
+
+/// [`par_map`] whose threads take their state from `pool` (made with `make` when it is empty)
+/// and put it back when done, so blocks of items run one after another keep their buffers
+/// instead of making and faulting in new ones each block.
+fn par_map_pooled<T: Send, S: Send>(
+    n: usize,
+    pool: &mut Vec<S>,
+    make: impl Fn() -> S + Sync,
+    f: impl Fn(usize, &mut S) -> T + Sync,
+) -> Vec<T> {
+    let shared = std::sync::Mutex::new(std::mem::take(pool));
+    let take = || {
+        let kept = shared.lock().ok().and_then(|mut p| p.pop());
+        kept.unwrap_or_else(&make)
+    };
+    let keep = |s: S| {
+        if let Ok(mut p) = shared.lock() {
+            p.push(s);
+        }
+    };
+    let out = par_run(n, take, f, || ((), take()), keep).1;
+    *pool = shared.into_inner().unwrap_or_default();
+    out
 }
 
 /// [`par_map`] with `lead` run first on the calling thread while the other threads start on
 /// `f` (the calling thread joins them when `lead` is done): serial work that the items do
-/// not need overlaps them. Results as [`par_map`]'s, whatever the thread count.
+/// not need overlaps them. `lead` also gives the calling thread's state for its items, so
+/// buffers the lead filled are reused rather than freed and made again (fresh pages cost a
+/// fault each). Results as [`par_map`]'s, whatever the thread count.
 fn par_map_lead<T: Send, S, L>(
     n: usize,
     state: impl Fn() -> S + Sync,
     f: impl Fn(usize, &mut S) -> T + Sync,
-    lead: impl FnOnce() -> L,
+    lead: impl FnOnce() -> (L, S),
+) -> (L, Vec<T>) {
+    par_run(n, state, f, lead, drop)
+}
+
+/// The loop of [`par_map_lead`], each thread's state handed to `keep` when it is done.
+fn par_run<T: Send, S, L>(
+    n: usize,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(usize, &mut S) -> T + Sync,
+    lead: impl FnOnce() -> (L, S),
+    keep: impl Fn(S) + Sync,
 ) -> (L, Vec<T>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads <= 1 || n == 0 {
-        let l = lead();
-        let mut s = state();
-        return (l, (0..n).map(|j| f(j, &mut s)).collect());
+        let (l, mut s) = lead();
+        let out = (0..n).map(|j| f(j, &mut s)).collect();
+        keep(s);
+        return (l, out);
     }
     let next = AtomicUsize::new(0);
-    let work = || {
-        let mut s = state();
+    let work = |mut s: S| {
         let mut out = Vec::new();
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
             if j >= n {
+                keep(s);
                 break out;
             }
             out.push((j, f(j, &mut s)));
         }
     };
     let (l, mut done) = std::thread::scope(|sc| {
-        let helpers: Vec<_> = (1..threads.min(n + 1)).map(|_| sc.spawn(work)).collect();
-        let l = lead();
-        let mut done = work();
+        let helpers: Vec<_> = (1..threads.min(n + 1))
+            .map(|_| sc.spawn(|| work(state())))
+            .collect();
+        let (l, s) = lead();
+        let mut done = work(s);
         for h in helpers {
             match h.join() {
                 Ok(v) => done.extend(v),
@@ -1097,10 +1138,42 @@ mod tests {
     #[test]
     fn par_map_lead_returns_the_items_in_order_and_the_leads_value() {
         for n in [0, 1, 2, 7, 100] {
-            let (l, v) = par_map_lead(n, || 10, |j, s| j * *s, || "lead");
+            let (l, v) = par_map_lead(n, || 10, |j, s| j * *s, || ("lead", 10));
             assert_eq!(l, "lead");
             assert_eq!(v, (0..n).map(|j| j * 10).collect::<Vec<_>>(), "n = {n}");
         }
+    }
+
+    /// Blocks run one after another reuse the states the threads made: no more are made than
+    /// there are threads, and every item ran on one that went back to the pool.
+    #[test]
+    fn par_map_pooled_keeps_the_states_between_calls() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let made = AtomicUsize::new(0);
+        let mut pool: Vec<usize> = Vec::new(); // a state: how many items ran on it
+        for n in [0, 5, 40, 1] {
+            let v = par_map_pooled(
+                n,
+                &mut pool,
+                || {
+                    made.fetch_add(1, Ordering::Relaxed);
+                    0
+                },
+                |j, ran| {
+                    *ran += 1;
+                    j * 2
+                },
+            );
+            assert_eq!(v, (0..n).map(|j| j * 2).collect::<Vec<_>>(), "n = {n}");
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let made = made.load(Ordering::Relaxed);
+        assert!(
+            (1..=threads).contains(&made),
+            "{made} states for {threads} threads"
+        );
+        assert_eq!(pool.len(), made);
+        assert_eq!(pool.iter().sum::<usize>(), 46);
     }
 
     #[test]
@@ -1118,7 +1191,12 @@ mod tests {
                 let _ = tx.lock().map(|t| t.send(j));
                 j
             },
-            || rx.recv_timeout(std::time::Duration::from_secs(20)).is_ok(),
+            || {
+                (
+                    rx.recv_timeout(std::time::Duration::from_secs(20)).is_ok(),
+                    (),
+                )
+            },
         );
         assert!(seen, "no item ran while the lead worked");
         assert_eq!(v, vec![0, 1, 2]);
