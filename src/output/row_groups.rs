@@ -14,8 +14,8 @@ use polars_parquet::parquet::page::{CompressedDictPage, DataPageHeader};
 use polars_parquet::parquet::CowBuffer;
 use polars_parquet::read::ParquetError;
 use polars_parquet::write::{
-    array_to_columns, compress, to_parquet_schema, CompressedDataPage, CompressedPage, Page,
-    Version, WriteOptions,
+    array_to_columns, compress, to_parquet_schema, CompressedDataPage, CompressedPage,
+    CompressionOptions, Page, Version, WriteOptions,
 };
 use std::cell::RefCell;
 
@@ -73,7 +73,7 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
                     })
                 });
                 let compressed: Vec<CompressedPage> = pages
-                    .map(|p| compress_page(p?))
+                    .map(|p| compress_page(p?, options.compression))
                     .collect::<std::result::Result<_, _>>()
                     .map_err(|e| ctx(e.into()))?;
                 columns.push(compressed);
@@ -89,40 +89,43 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
 }
 
 thread_local! {
-    /// This thread's zstd context, made on its first page. polars' page compressor calls
-    /// `zstd::bulk::compress_to_buffer`, which makes and frees a context per page (a context is
-    /// a few MiB to allocate and clear: 2.5% of parsing a tracepoint text to Parquet).
-    static ZSTD: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    /// This thread's zstd context and its level, made on its first page. polars' page
+    /// compressor calls `zstd::bulk::compress_to_buffer`, which makes and frees a context per
+    /// page (`ZSTD_createCCtx` was 2.5% of parsing a tracepoint text to Parquet).
+    static ZSTD: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
 }
 
-/// `input` zstd-compressed onto the end of `out`, as polars' `compression::compress` does for
-/// [`COMPRESSION`] (level 0: the library's default), with this thread's context. A context's
-/// parameters are set when it is made, and a frame depends on nothing else, so the bytes are
-/// those of a fresh context.
-fn zstd_onto(input: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+/// `input` zstd-compressed at `level` with this thread's context. A context's parameters are
+/// set when it is made, and a frame depends on nothing else, so the bytes are those of a
+/// fresh context.
+fn zstd_with_context(level: i32, input: &[u8]) -> std::io::Result<Vec<u8>> {
     ZSTD.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let z = match cell.as_mut() {
-            Some(z) => z,
-            None => cell.insert(zstd::bulk::Compressor::new(0)?),
+        let mut z = match cell.take() {
+            Some((l, z)) if l == level => z,
+            _ => zstd::bulk::Compressor::new(level)?,
         };
-        let at = out.len();
-        out.resize(at + zstd::zstd_safe::compress_bound(input.len()), 0);
-        let n = z.compress_to_buffer(input, &mut out[at..])?;
-        out.truncate(at + n);
-        Ok(())
+        let out = z.compress(input);
+        *cell = Some((level, z));
+        out
     })
 }
 
-/// One page compressed as polars' `write::compress` would with [`COMPRESSION`]: the same
-/// header, sizes and bytes. Only version 1 data pages (what [`options`] asks for) and
-/// dictionary pages are compressed here; anything else goes through polars' own function.
-fn compress_page(page: Page) -> std::result::Result<CompressedPage, ParquetError> {
-    let compression = options().compression;
+/// One page compressed as polars' `write::compress` would with `compression`: the same
+/// header, sizes and bytes. zstd (what [`COMPRESSION`] is) on version 1 data pages (what
+/// [`options`] asks for) and dictionary pages is done here, at polars' level (its default: 0);
+/// anything else goes through polars' own function.
+fn compress_page(
+    page: Page,
+    compression: CompressionOptions,
+) -> std::result::Result<CompressedPage, ParquetError> {
+    let CompressionOptions::Zstd(level) = compression else {
+        return compress(page, Vec::new(), compression);
+    };
+    let level = level.map_or(0, |l| l.compression_level());
     match page {
         Page::Data(p) if matches!(p.header(), DataPageHeader::V1(_)) => {
-            let mut buf = Vec::new();
-            zstd_onto(p.buffer(), &mut buf)?;
+            let buf = zstd_with_context(level, p.buffer())?;
             let num_rows = p.num_rows().ok_or_else(|| {
                 ParquetError::OutOfSpec("a data page to write without its row count".into())
             })?;
@@ -136,8 +139,7 @@ fn compress_page(page: Page) -> std::result::Result<CompressedPage, ParquetError
             )))
         }
         Page::Dict(d) => {
-            let mut buf = Vec::new();
-            zstd_onto(&d.buffer, &mut buf)?;
+            let buf = zstd_with_context(level, &d.buffer)?;
             Ok(CompressedPage::Dict(CompressedDictPage::new(
                 CowBuffer::Owned(buf),
                 compression.into(),
@@ -239,7 +241,7 @@ mod tests {
                             }
                         };
                         let theirs = compress(copy, Vec::new(), options().compression).unwrap();
-                        let ours = compress_page(page).unwrap();
+                        let ours = compress_page(page, options().compression).unwrap();
                         assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
                     }
                 }
