@@ -17,15 +17,13 @@ usage: experiments/window_scan.py [--dir /var/tmp/lockcast-matrix] [--lockcast B
 import argparse
 import collections
 import concurrent.futures as cf
-import json
 import math
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from matrix_score import capture_file, factors, find_lockcast  # noqa: E402
+from matrix_score import capture_file, factors, find_lockcast, metrics, pct, run  # noqa: E402
 
 GRID = [0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99]
 SIZES = ["4K", "16K", "32K", "64K", "128K"]
@@ -43,19 +41,14 @@ def conf(d):
 
 def errors(binary, cap, q):
     """(contended %, total wait %) of the no-change replay at quantile q, or None."""
-    for extra in ([], ["--observation", "paravirt"]):
-        r = subprocess.run([binary, "whatif", "baseline", cap, "--bootstrap", "0", "--json",
-                            "--window-quantile", str(q), *extra], capture_output=True, text=True)
-        if r.returncode == 0:
-            row = json.loads(r.stdout)["rows"][0]
-            m, p = row["measured"], row["replayed"]
-            if not m["contended"] or not m["total_wait_ns"]:
-                return None
-            return ((p["contended"] - m["contended"]) / m["contended"] * 100.0,
-                    (p["total_wait_ns"] - m["total_wait_ns"]) / m["total_wait_ns"] * 100.0)
-        if "--observation" not in r.stderr:
-            return None
-    return None
+    j, _, _ = run(binary, ["whatif", "baseline", cap, "--window-quantile", str(q)])
+    if j is None:
+        return None
+    row = j["rows"][0]
+    (mc, mw), (rc, rw) = metrics(row, "measured"), metrics(row, "replayed")
+    if not mc or not mw:
+        return None
+    return pct(rc, mc), pct(rw, mw)
 
 
 def scan(binary, d):
