@@ -166,6 +166,11 @@ pub struct Layout<'a> {
     /// Per stream: the discarding calls (enter, exit) its faults die in, each once: a build
     /// moves each call to virtual time once, not once per folio of it.
     calls: Vec<Vec<(i64, i64)>>,
+    /// Per stream: its items (`times` indices) in real-time order, where a first build into
+    /// fresh buffers starts ([`Scratch::by_v`]): virtual times are real times less the lock
+    /// time before them, so this order is nearly theirs and the first sort is a pass, not
+    /// the full sort that push order (holds first, then faults) needs.
+    first_order: Vec<Vec<u32>>,
     /// [`Intents::only_order0`], the same for every calibration.
     only_order0: bool,
 }
@@ -312,7 +317,7 @@ impl<'a> Layout<'a> {
                 }
             })
             .collect();
-        let hold_t = r
+        let hold_t: Vec<HoldT> = r
             .holds
             .iter()
             .map(|h| {
@@ -373,6 +378,19 @@ impl<'a> Layout<'a> {
             times.push(ti);
             calls.push(cs);
         }
+        let first_order = times
+            .iter()
+            .map(|ti| {
+                let real = |x: &ItemT| match x.fault {
+                    true => x.ts,
+                    false => hold_t[x.hold as usize].t,
+                };
+                let mut o: Vec<u32> = (0..ti.len() as u32).collect();
+                // holds then faults, each run in time order: a stable sort merges the two
+                o.sort_by_key(|&j| real(&ti[j as usize]));
+                o
+            })
+            .collect();
         let only_order0 = times.iter().flatten().all(|x| !x.fault || x.order == 0)
             && templates
                 .iter()
@@ -385,6 +403,7 @@ impl<'a> Layout<'a> {
             templates,
             times,
             calls,
+            first_order,
             only_order0,
         }
     }
@@ -458,8 +477,7 @@ impl<'a> Layout<'a> {
             );
             let by_v = &mut s.by_v[ci];
             if by_v.len() != times.len() {
-                by_v.clear();
-                by_v.extend(0..times.len() as u32);
+                by_v.clone_from(&self.first_order[ci]);
             }
             let stream = &mut out.streams[ci];
             stream.clear();
@@ -840,6 +858,54 @@ mod tests {
             last.streams.iter().map(Vec::len).sum::<usize>(),
             759 + 20519
         );
+    }
+
+    /// Pairs out of order in `v` (what an insertion sort shifts), by merge sort.
+    fn inversions(v: &mut [usize]) -> usize {
+        if v.len() < 2 {
+            return 0;
+        }
+        let mid = v.len() / 2;
+        let mut n = inversions(&mut v[..mid]) + inversions(&mut v[mid..]);
+        let (mut merged, (mut i, mut j)) = (Vec::with_capacity(v.len()), (0, mid));
+        while i < mid || j < v.len() {
+            if j == v.len() || (i < mid && v[i] <= v[j]) {
+                merged.push(v[i]);
+                i += 1;
+            } else {
+                n += mid - i;
+                merged.push(v[j]);
+                j += 1;
+            }
+        }
+        v.copy_from_slice(&merged);
+        n
+    }
+
+    /// A first build into fresh buffers starts from the layout's real-time order, which is
+    /// within the insertion sort's budget of the built order (so no full sort); push order
+    /// (holds, then faults) is far outside it.
+    #[test]
+    fn a_first_build_starts_near_its_order() {
+        let (rec, _, cal) = calibrated("fixtures/replay/micro-16K-r1/script-ns.txt.gz");
+        let layout = Layout::new(&rec);
+        let (mut s, mut out) = (Scratch::default(), layout.empty());
+        layout.build_into(&cal, &mut s, &mut out);
+        for (ci, built) in s.by_v.iter().enumerate() {
+            // each item's place in the built order, read in the order a start lists them
+            let mut place = vec![0usize; built.len()];
+            for (k, &j) in built.iter().enumerate() {
+                place[j as usize] = k;
+            }
+            let budget = 4 * built.len() + 64;
+            let mut from_layout: Vec<usize> = layout.first_order[ci]
+                .iter()
+                .map(|&j| place[j as usize])
+                .collect();
+            let mut from_push = place.clone();
+            assert!(inversions(&mut from_layout) < budget, "stream {ci}");
+            assert!(inversions(&mut from_push) > 10 * budget, "stream {ci}");
+        }
     }
 
     /// The records a build reads once per intent and per hold are the 24 bytes their docs
