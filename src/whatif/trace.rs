@@ -196,6 +196,26 @@ pub const TRACKED: [&str; 9] = [
     "syscalls:sys_exit_munmap",
 ];
 
+// Indices in [`TRACKED`]: an event's index there is found once per event type of a perf.data
+// file, and `add_event` dispatches on it rather than comparing names for every event.
+const T_BEGIN: usize = 0;
+const T_END: usize = 1;
+const T_INSERT: usize = 2;
+const T_ALLOC: usize = 3;
+const T_FREE: usize = 4;
+const T_ENTER_MADVISE: usize = 5;
+const T_EXIT_MADVISE: usize = 6;
+const T_ENTER_MUNMAP: usize = 7;
+const T_EXIT_MUNMAP: usize = 8;
+
+/// The index in [`TRACKED`] of an event by its bare name (`mm_page_alloc`): `system:name`
+/// ends with `:` + the name.
+fn tracked_of(name: &str) -> Option<usize> {
+    TRACKED
+        .iter()
+        .position(|n| n.strip_suffix(name).is_some_and(|sys| sys.ends_with(':')))
+}
+
 /// What reading needs to remember between events, and only then.
 #[derive(Default)]
 struct ReadState {
@@ -340,9 +360,12 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
         // a perf.data file read in one pass: no `Event` per sample
         Some(all) => {
             t.events.reserve(all.samples.len());
+            let tracked: Vec<Option<usize>> =
+                all.events.iter().map(|(_, n)| tracked_of(n)).collect();
             for s in &all.samples {
                 let (_, name) = &all.events[s.event as usize];
                 let ev = Ev {
+                    tracked: tracked[s.event as usize],
                     line: s.line,
                     ts_ns: Some(s.ts_ns),
                     ts_res_ns: 1,
@@ -359,6 +382,7 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
         None => {
             while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
                 let ev = Ev {
+                    tracked: tracked_of(&e.name),
                     line: e.line,
                     ts_ns: e.ts_ns,
                     ts_res_ns: e.ts_res_ns,
@@ -396,6 +420,8 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
 /// What [`add_event`] reads of an event, from an [`lockcast_parsers::event::Event`] or a perf.data file's
 /// [`lockcast_parsers::perf_data::TypedSample`].
 struct Ev<'a> {
+    /// Its event's index in [`TRACKED`] ([`tracked_of`] its name).
+    tracked: Option<usize>,
     line: u64,
     ts_ns: Option<i64>,
     ts_res_ns: u32,
@@ -426,11 +452,7 @@ fn add_event(
             }
         }
     }
-    // `system:name` ends with `:` + the event's name (no split: this runs for every event)
-    if let Some(i) = TRACKED
-        .iter()
-        .position(|n| n.strip_suffix(e.name).is_some_and(|sys| sys.ends_with(':')))
-    {
+    if let Some(i) = e.tracked {
         t.seen[i] += 1;
         if !e.callchain.is_empty() {
             t.with_callchain += 1;
@@ -451,8 +473,8 @@ fn add_event(
             ))
         })
     };
-    let kind = match e.name {
-        "mm_page_alloc" => {
+    let kind = match e.tracked {
+        Some(T_ALLOC) => {
             let (pfn, order) = match typed {
                 // print fmt: `REC->pfn != -1UL ? REC->pfn : 0`
                 Some(_) => (
@@ -476,7 +498,7 @@ fn add_event(
                 order: order_u8(order),
             }
         }
-        "mm_lru_insertion" => {
+        Some(T_INSERT) => {
             let pfn = match typed {
                 Some(_) => field(0)? as u64,
                 None => {
@@ -491,7 +513,7 @@ fn add_event(
             };
             Kind::Insert { pfn, site }
         }
-        "mm_page_free" => {
+        Some(T_FREE) => {
             let (pfn, order) = match typed {
                 Some(_) => (field(0)? as u64, typed_order(path, e, field(1)?)?),
                 None => {
@@ -504,8 +526,8 @@ fn add_event(
                 order: order_u8(order),
             }
         }
-        "contention_begin" | "contention_end" => {
-            let begin = e.name == "contention_begin";
+        Some(T_BEGIN | T_END) => {
+            let begin = e.tracked == Some(T_BEGIN);
             let lock = match typed {
                 Some(_) => intern_addr(st, t, field(0)? as u64),
                 None => {
@@ -527,7 +549,7 @@ fn add_event(
                 Kind::End { lock }
             }
         }
-        "sys_enter_madvise" => {
+        Some(T_ENTER_MADVISE) => {
             // print fmt: `start: 0x%08lx, len_in: 0x%08lx, behavior: 0x%08lx`
             let (behavior, start, len) = match typed {
                 Some(_) => (field(0)? as u32, field(1)? as u64, field(2)? as u64),
@@ -548,12 +570,12 @@ fn add_event(
                 return Ok(());
             }
         }
-        "sys_enter_munmap" => {
+        Some(T_ENTER_MUNMAP) => {
             st.discard_open.insert(e.tid);
             Kind::Discard { enter: true }
         }
-        "sys_exit_madvise" if st.lazyfree_open.remove(&e.tid) => Kind::Lazyfree { enter: false },
-        "sys_exit_madvise" | "sys_exit_munmap" => {
+        Some(T_EXIT_MADVISE) if st.lazyfree_open.remove(&e.tid) => Kind::Lazyfree { enter: false },
+        Some(T_EXIT_MADVISE | T_EXIT_MUNMAP) => {
             // only the exits of calls whose enter was a discarding one
             if !st.discard_open.remove(&e.tid) {
                 t.other_events += 1;
@@ -687,4 +709,40 @@ fn read_meta(path: &str) -> HashMap<String, String> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `add_event` dispatches on these indices: each must be its event's place in `TRACKED`,
+    /// found from the bare name as a perf.data file or `perf script` gives it.
+    #[test]
+    fn dispatch_indices_are_the_events_places_in_tracked() {
+        let named = [
+            (T_BEGIN, "contention_begin"),
+            (T_END, "contention_end"),
+            (T_INSERT, "mm_lru_insertion"),
+            (T_ALLOC, "mm_page_alloc"),
+            (T_FREE, "mm_page_free"),
+            (T_ENTER_MADVISE, "sys_enter_madvise"),
+            (T_EXIT_MADVISE, "sys_exit_madvise"),
+            (T_ENTER_MUNMAP, "sys_enter_munmap"),
+            (T_EXIT_MUNMAP, "sys_exit_munmap"),
+        ];
+        assert_eq!(named.len(), TRACKED.len());
+        for (i, name) in named {
+            assert_eq!(tracked_of(name), Some(i), "{name}");
+            assert_eq!(TRACKED[i].split_once(':').map(|p| p.1), Some(name));
+        }
+        for other in [
+            "mm_page_alloc_zone_locked",
+            "page_alloc",
+            "lru_insertion",
+            "",
+            ":",
+        ] {
+            assert_eq!(tracked_of(other), None, "{other}");
+        }
+    }
 }
