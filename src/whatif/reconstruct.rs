@@ -250,13 +250,38 @@ fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
     (lim(&ins), lim(&fr))
 }
 
+/// Fewest events for which [`reconstruct`]'s first passes run on two threads (a sample's
+/// time windows, the bundled captures: not worth a thread).
+const SIDE_BY_SIDE: usize = 1 << 18;
+
 /// Rebuild holds and faults from a trace.
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
-    let lock = pick_lock(t, o)?;
-    let (g_insert, g_free) = gap_limits(t, o.g_max_ns);
+    // Four passes over every event before the one that rebuilds: on a large capture (2 M
+    // events, ~45 ms) the gap limits take one thread and the rest the other, as this serial
+    // stretch sits between reading the capture and everything that runs in parallel.
+    let whole = |o: &Options| {
+        let lock = pick_lock(t, o);
+        let any_lazyfree = t
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, Kind::Lazyfree { .. }));
+        (lock, discards_by_tid(t), any_lazyfree)
+    };
+    let ((lock, discards, any_lazyfree), (g_insert, g_free)) = if t.events.len() < SIDE_BY_SIDE {
+        (whole(o), gap_limits(t, o.g_max_ns))
+    } else {
+        std::thread::scope(|sc| {
+            let gaps = sc.spawn(|| gap_limits(t, o.g_max_ns));
+            let rest = whole(o);
+            match gaps.join() {
+                Ok(g) => (rest, g),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        })
+    };
+    let lock = lock?;
     // pfn → (order, alloc ts, alloc cpu, tid), most recent allocation wins (pfns are reused).
     let mut alloc: IntMap<u64, (u8, i64, u32, i32)> = IntMap::default();
-    let discards = discards_by_tid(t);
     // pfns on an LRU list (inserted, not yet freed).
     let mut on_lru: IntMap<u64, usize> = IntMap::default(); // pfn → index in `faults`
     let mut open: IntMap<u32, Open> = IntMap::default();
@@ -272,10 +297,6 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
     // MADV_FREE: per task, the folios it faulted since its last call (kept only when the
     // capture has such calls: an index per fault otherwise), and its open call
-    let any_lazyfree = t
-        .events
-        .iter()
-        .any(|e| matches!(e.kind, Kind::Lazyfree { .. }));
     let mut fresh: IntMap<i32, Vec<usize>> = IntMap::default();
     let mut lazy_open: IntMap<i32, lazyfree::Call> = IntMap::default();
     let mut lazy_calls: Vec<lazyfree::Call> = Vec::new();
