@@ -124,7 +124,9 @@ pub fn build(r: &Reconstruction, c: &Calibration) -> Intents {
 }
 
 /// Number the zaps: a run of free batches with no fault between them is one zap (one
-/// `zap_page_range` → `tlb_finish_mmu` → `free_pages_and_swap_cache` pass).
+/// `zap_page_range` → `tlb_finish_mmu` → `free_pages_and_swap_cache` pass). The definition
+/// [`mark_zaps_ranked`] follows.
+#[cfg(test)]
 fn mark_zaps(s: &mut [Intent]) {
     let mut zap = 0u32;
     let mut in_zap = false;
@@ -502,7 +504,7 @@ impl<'a> Layout<'a> {
                         d
                     });
                     let death = vcalls.get(x.aux as usize).copied();
-                    keys.push((vf, 0, j));
+                    keys.push((vf, RANK_FAULT, j));
                     stream.push(Intent::Fault {
                         v: vf,
                         order: x.order,
@@ -521,7 +523,7 @@ impl<'a> Layout<'a> {
             resort_pair(keys, stream, &mut s.perm);
             by_v.clear();
             by_v.extend(keys.iter().map(|k| k.2));
-            mark_zaps(stream);
+            mark_zaps_ranked(keys, stream);
             v0.push(stream.first().map(|i| i.v()).unwrap_or(0));
         }
         let delay_large = median_of(&mut s.d_large).or(median_of(&mut s.d_full));
@@ -651,12 +653,41 @@ fn sort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut 
     }
 }
 
+/// [`mark_zaps`] of the stream `s` whose sort keys are `keys` (`keys[k].1` is
+/// [`rank`]`(&s[k])`): the kinds read from the 16-byte keys, not the 56-byte intents, and only
+/// the free batches touched. A pass over every intent only to find the few free batches was
+/// a tenth of a build on the 2 M-event capture (memory-bound: the stream is larger than the
+/// caches).
+fn mark_zaps_ranked<K>(keys: &[(K, u8, u32)], s: &mut [Intent]) {
+    let mut zap = 0u32;
+    let mut in_zap = false;
+    for (k, key) in keys.iter().enumerate() {
+        match key.1 {
+            RANK_FAULT if in_zap => {
+                zap += 1;
+                in_zap = false;
+            }
+            RANK_FREE => {
+                if let Some(Intent::Free { zap: z, .. }) = s.get_mut(k) {
+                    *z = zap;
+                }
+                in_zap = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`rank`] of a fault and of a free batch.
+const RANK_FAULT: u8 = 0;
+const RANK_FREE: u8 = 2;
+
 /// Faults before drains before frees at equal virtual times (a fault is what the drain drains).
 fn rank(i: &Intent) -> u8 {
     match i {
-        Intent::Fault { .. } => 0,
+        Intent::Fault { .. } => RANK_FAULT,
         Intent::Drain { .. } => 1,
-        Intent::Free { .. } => 2,
+        Intent::Free { .. } => RANK_FREE,
         Intent::Lazy { .. } => 3,
     }
 }
