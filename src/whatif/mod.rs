@@ -424,7 +424,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     // resample takes one draw per sample), so the replicates are the sequential loop's whatever
     // thread replays them, and the first n of a longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
-    let draws = calibrate::resample_draws(&samples);
+    let skip = crate::stats::Skip::new(calibrate::resample_draws(&samples) as u64);
     let alt_points: Vec<Metrics> = whole_reqs[2..]
         .iter()
         .map(|r| des::replay(r, &cal, observation))
@@ -543,9 +543,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         let starts: Vec<crate::stats::Rng> = (0..n)
             .map(|_| {
                 let at = rng.clone();
-                for _ in 0..draws {
-                    rng.next_u64();
-                }
+                rng.skip(&skip);
                 at
             })
             .collect();
