@@ -176,15 +176,24 @@ pub fn traced_waits(
     cal: &Calibration,
     obs: Observation,
 ) -> Vec<(u32, u32)> {
+    replay_traced(streams, cal, obs).1
+}
+
+/// [`replay_detailed`] and [`traced_waits`] from one replay.
+pub fn replay_traced(
+    streams: &[Vec<Request>],
+    cal: &Calibration,
+    obs: Observation,
+) -> (Detailed, Vec<(u32, u32)>) {
     let mut at = vec![0u32; streams.len()];
     let mut out = Vec::new();
-    replay_with(streams, cal, obs, |g| {
+    let d = replay_with(streams, cal, obs, |g| {
         if g.traced {
             out.push((g.cpu as u32, at[g.cpu]));
         }
         at[g.cpu] += 1;
     });
-    out
+    (d, out)
 }
 
 /// The stall excess `cal` would give the traced waits `waits` ([`traced_waits`]): the same
@@ -435,6 +444,10 @@ mod tests {
         let m = replay(&busy, &c, Observation::Paravirt);
         let w = traced_waits(&busy, &c, Observation::Paravirt);
         assert_eq!(w.len() as u64, m.contended);
+        // the point replay that lists them gives the plain replay's totals and paths
+        let (d, listed) = replay_traced(&busy, &c, Observation::Paravirt);
+        let plain = replay_detailed(&busy, &c, Observation::Paravirt);
+        assert_eq!((d.total, &d.by_via, &listed), (m, &plain.by_via, &w));
         assert!(
             m.stall_ns.get() > 0,
             "some of {} traced waits stall",

@@ -414,21 +414,35 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         },
     );
     let (mut identities, whole_reqs) = point?;
-    // the point estimates, with their breakdown by path
-    let rd = des::replay_detailed(&whole_reqs[0], &cal, observation);
-    let pd = des::replay_detailed(&whole_reqs[1], &cal, observation);
+    // The point estimates, with their breakdown by path: one replay per policy, side by side.
+    // Where the replicates may replay a sample of windows and the calibration stalls, the same
+    // replay lists its traced waits, where each replicate's calibration draws its stalls.
+    let list_traced = win_recs.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty();
+    let mut points = par_map(
+        whole_reqs.len(),
+        || (),
+        |k, _| match list_traced {
+            true => des::replay_traced(&whole_reqs[k], &cal, observation),
+            false => (
+                des::replay_detailed(&whole_reqs[k], &cal, observation),
+                Vec::new(),
+            ),
+        },
+    );
+    let traced_lists: Vec<Vec<(u32, u32)>> = points
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.1))
+        .collect();
+    let (rd, pd) = (&points[0].0, &points[1].0);
     let (replayed, predicted) = (rd.total, pd.total);
-    let by_path = path_rows(&rec, &rd, &pd);
+    let by_path = path_rows(&rec, rd, pd);
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample), so the replicates are the sequential loop's whatever
     // thread replays them, and the first n of a longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
     let skip = crate::stats::Skip::new(calibrate::resample_draws(&samples) as u64);
-    let alt_points: Vec<Metrics> = whole_reqs[2..]
-        .iter()
-        .map(|r| des::replay(r, &cal, observation))
-        .collect();
+    let alt_points: Vec<Metrics> = points[2..].iter().map(|p| p.0.total).collect();
     // The whole capture's point estimates, in `all`'s order.
     let full_points: Vec<Metrics> = [replayed, predicted]
         .into_iter()
@@ -466,15 +480,10 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         None => vec![&layout],
     };
     // the whole capture's traced waits per policy, where each calibration draws its stalls
-    let traced: Vec<Vec<(u32, u32)>> =
-        if win_points.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty() {
-            whole_reqs
-                .iter()
-                .map(|r| des::traced_waits(r, &cal, observation))
-                .collect()
-        } else {
-            Vec::new()
-        };
+    let traced: Vec<Vec<(u32, u32)>> = match win_points {
+        Some(_) if list_traced => traced_lists,
+        _ => Vec::new(),
+    };
     let (windows, sampled_share) = match (&win_points, &win_recs) {
         (Some(_), Some(ws)) => (
             ws.len(),
