@@ -438,8 +438,9 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     let by_path = path_rows(&rec, rd, pd);
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
-    // resample takes one draw per sample), so the replicates are the sequential loop's whatever
-    // thread replays them, and the first n of a longer run are those of a run of n.
+    // resample takes one draw per sample; `skip` jumps over a replicate's draws), so the
+    // replicates are the sequential loop's whatever thread replays them, and the first n of a
+    // longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
     let skip = crate::stats::Skip::new(calibrate::resample_draws(&samples) as u64);
     let alt_points: Vec<Metrics> = points[2..].iter().map(|p| p.0.total).collect();
