@@ -464,7 +464,7 @@ impl<'a> Layout<'a> {
             // one cursor per kind of instant: each kind comes in near time order
             let (mut at_req, mut at_fault, mut at_fault_req, mut at_b, mut at_e) = (0, 0, 0, 0, 0);
             let virt = |t: i64, at: &mut usize| t - prefix[seek(q, t, at)];
-            // Visit the items in the last calibration's order (identity the first time), so
+            // Visit the items in the last calibration's order (`first_order` the first time), so
             // the intents come out nearly sorted and go straight into the stream: sorting
             // them there in place, with their keys beside them, costs a pass instead of a
             // copy of every intent through a second buffer.
