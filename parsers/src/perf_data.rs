@@ -163,10 +163,13 @@ struct Map {
 
 struct State {
     file: linux_perf_data::PerfFile,
-    iter: PerfRecordIter<Cursor<Shared>>,
+    /// The record reader; `None` once [`Reader::typed_samples`] has read every sample and let
+    /// the file's bytes go.
+    iter: Option<PerfRecordIter<Cursor<Shared>>>,
     ctx: Ctx,
-    /// The file, shared with `iter`'s cursor, for [`Reader::typed_samples`]' own walk.
-    buf: Shared,
+    /// The file, shared with `iter`'s cursor, for [`Reader::typed_samples`]' own walk (`None`
+    /// after it).
+    buf: Option<Shared>,
     /// File mode: the data section's byte range (the records, checked whole).
     data: Option<(usize, usize)>,
     /// Per attr: its `sample_type`.
@@ -356,16 +359,19 @@ impl<'a> Reader<'a> {
         if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
             return Ok(None);
         }
+        let Some(buf) = st.buf.as_ref() else {
+            return Ok(None);
+        };
         let ids = if st.sample_types.len() > 1 {
-            attr_ids(&st.buf.0)
+            attr_ids(&buf.0)
         } else {
             IdMap::default()
         };
         let mut counts = bulk::Counts::default();
-        let Some(data) = st.buf.0.get(from..to) else {
+        let Some(data) = buf.0.get(from..to) else {
             return Ok(None);
         };
-        let Some(out) = bulk::walk(
+        let Some(mut out) = bulk::walk(
             data,
             &st.sample_types,
             &st.ctx.attrs,
@@ -381,6 +387,12 @@ impl<'a> Reader<'a> {
         h.lost_samples = h.lost_samples.saturating_add(counts.lost_samples);
         st.ctx.unparsed += counts.unparsed;
         st.ctx.samples = out.samples.len() as u64;
+        // Every sample is decoded into `out`, which owns what it holds, and the reader is at
+        // its end: the file's bytes (as large as the file, or larger decompressed) go before
+        // the sort, whose buffer would otherwise come on top of them.
+        st.iter = None;
+        st.buf = None;
+        bulk::order(&mut out);
         self.began = true;
         self.finish();
         Ok(Some(out))
@@ -635,8 +647,8 @@ impl<'a> Reader<'a> {
             .collect();
         Ok(State {
             file,
-            iter,
-            buf,
+            iter: Some(iter),
+            buf: Some(buf),
             data,
             sample_types,
             ctx: Ctx {
@@ -1323,7 +1335,10 @@ impl State {
         loop {
             let samples = self.ctx.samples;
             let ctx = &mut self.ctx;
-            let rec = self.iter.next_record(&mut self.file).map_err(|e| {
+            let Some(iter) = self.iter.as_mut() else {
+                return Ok(None);
+            };
+            let rec = iter.next_record(&mut self.file).map_err(|e| {
                 binary(
                     0,
                     format!(

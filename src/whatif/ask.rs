@@ -103,7 +103,7 @@ pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome
     let t = trace::read_with(capture, &a.open())?;
     let ctx = context(&t);
     let p = registry::make_lock(policy, set, &ctx)?;
-    let mut o = super::run(&t, p.as_ref(), &ctx, &a.engine)?;
+    let mut o = super::run(t, p.as_ref(), &ctx, &a.engine)?;
     if let Some(note) = observer_note(&crate::input::resolve_dir(capture)) {
         o.notes.push(note);
     }

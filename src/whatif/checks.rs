@@ -332,13 +332,12 @@ fn pct(x: f64) -> String {
 /// the share of traced waits they leave uncovered, and identities that fail badly. Also
 /// returns the uncovered share of the answer (of all traced waits on the lock).
 pub fn after(
-    t: &Trace,
+    (unc, waits): (u64, u64),
     rec: &Reconstruction,
     id: &Identities,
     missing: &Missing,
 ) -> (Vec<Warning>, f64) {
     let mut w = Vec::new();
-    let (unc, waits) = uncovered_waits(t, rec.lock);
     let unc_share = share(unc, waits);
     let mut explained = false;
     // Without the madvise events a capture of a workload that never calls MADV_FREE loses

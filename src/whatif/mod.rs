@@ -329,13 +329,13 @@ pub fn context(t: &Trace) -> Context {
 }
 
 /// Run a policy over a capture.
-pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result<Outcome> {
+pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result<Outcome> {
     // what the policy needs from the capture, before anything is rebuilt from it
     let missing = match registry::find(policy.name()).ok().and_then(|p| p.needs) {
-        Some(needs) => checks::before(t, policy.name(), needs, o.observation.is_some())?,
+        Some(needs) => checks::before(&t, policy.name(), needs, o.observation.is_some())?,
         None => checks::Missing::default(),
     };
-    let rec = reconstruct::reconstruct(t, &o.reconstruct)?;
+    let rec = reconstruct::reconstruct(&t, &o.reconstruct)?;
     let (observation, observation_source) = match (o.observation, t.slowpath_seen, t.observation()) {
         (Some(x), _, _) => (x, "option".to_string()),
         (None, Some(x), _) => (x, "call chains".to_string()),
@@ -350,7 +350,8 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
     };
     // The calibration and the layouts need only the rebuilt holds, not each other: built side
     // by side, as the serial stretch before the replays is a large share of a what-if's time.
-    let ((samples, cal), (layout, win_recs)) = std::thread::scope(|sc| {
+    let ((samples, cal, uncovered_waits), (layout, win_recs)) = std::thread::scope(|sc| {
+        let t = &t;
         let lay = sc.spawn(|| {
             let layout = intents::Layout::new(&rec);
             let win_recs = match o.bootstrap {
@@ -362,11 +363,15 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         let samples = calibrate::samples(t, &rec);
         let mut cal = calibrate::fit(&samples, o.post_quantile);
         cal.tail_cut_ns = tail_cut(&cal, &rec);
+        let uncovered_waits = checks::uncovered_waits(t, rec.lock);
         match lay.join() {
-            Ok(l) => ((samples, cal), l),
+            Ok(l) => ((samples, cal, uncovered_waits), l),
             Err(p) => std::panic::resume_unwind(p),
         }
     });
+    // Nothing below reads the capture's events (32 bytes each: 64 MiB of a 2 M-event capture),
+    // and the replays' buffers are allocated from here on: let them reuse that memory.
+    drop(std::mem::take(&mut t.events));
     let baseline = policy::Baseline;
     // The interval covers the policy and its alternatives: baseline first, then the
     // variants, one replicate's metrics in that order.
@@ -683,7 +688,7 @@ pub fn run(t: &Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Result
         ));
     }
     let measured = measured(&rec, cal.tail_cut_ns);
-    let (mut warnings, uncovered) = checks::after(t, &rec, &identities, &missing);
+    let (mut warnings, uncovered) = checks::after(uncovered_waits, &rec, &identities, &missing);
     warnings.extend(checks::lazyfree_guess(
         &identities,
         &cal,

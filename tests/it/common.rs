@@ -91,7 +91,7 @@ pub fn whatif_run(
         bootstrap: 0,
         ..Default::default()
     };
-    whatif::run(&t, p.as_ref(), &ctx, &o).expect("run")
+    whatif::run(t, p.as_ref(), &ctx, &o).expect("run")
 }
 
 /// The text format of a capture file (what `--input-format` names).

@@ -106,8 +106,9 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
     plain && told
 }
 
-/// Walk the records of `data` (the data section, records whole: the file was checked), decode
-/// every sample, and sort them. `None`: something here needs the record reader.
+/// Walk the records of `data` (the data section, records whole: the file was checked) and
+/// decode every sample, in file order ([`order`] sorts them). `None`: something here needs the
+/// record reader.
 pub(super) fn walk(
     data: &[u8],
     sample_types: &[u64],
@@ -125,7 +126,7 @@ pub(super) fn walk(
         fields: vec![0; attrs.len()],
         ..TypedSamples::default()
     };
-    // in file order: the sort below is stable
+    // in file order: the sort in `order` is stable
     out.samples.reserve(data.len() / 64);
     let mut vals = Vec::new();
     let mut pos = 0usize;
@@ -212,12 +213,17 @@ pub(super) fn walk(
     if pos != data.len() {
         return None;
     }
-    // the record reader's key: the u64 timestamp, then the file offset
+    Some(out)
+}
+
+/// Put the samples of [`walk`] in time order and number them: the record reader's order
+/// (the u64 timestamp, then the file offset: the samples are in file order and the sort is
+/// stable).
+pub(super) fn order(out: &mut TypedSamples) {
     out.samples.sort_by_key(|s| s.ts_ns as u64);
     for (i, s) in out.samples.iter_mut().enumerate() {
         s.line = i as u64 + 1;
     }
-    Some(out)
 }
 
 /// A sample body's fields up to `RAW`.
@@ -312,8 +318,16 @@ mod tests {
             let bytes = gunzip(path);
             let mut slow = reader(bytes.clone());
             let mut fast = reader(bytes);
+            fast.ensure_open().unwrap();
+            let file =
+                std::sync::Arc::downgrade(&fast.state.as_ref().unwrap().buf.as_ref().unwrap().0);
             let all = fast.typed_samples().unwrap().expect("read in one pass");
             assert_eq!(all.samples.len(), n, "{path}");
+            // the samples own what they hold: the file's bytes are gone, nothing else kept them
+            assert!(
+                file.upgrade().is_none(),
+                "{path}: the bytes outlive the walk"
+            );
             for s in &all.samples {
                 let e = slow.next_event().unwrap().expect("as many events");
                 let (system, name) = &all.events[s.event as usize];
