@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from matrix_score import (GOOD_PAIR, capture_file, find_lockcast, group_key, metrics,  # noqa: E402
                           pct, run)
-from window_scan import conf, errors  # noqa: E402
+from window_scan import capture_dirs, conf, errors  # noqa: E402
 
 GRID = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99, 0.995]
 
@@ -88,9 +88,7 @@ def main():
     ap.add_argument("--json", help="also write every pair's errors here")
     a = ap.parse_args()
     binary = a.lockcast or find_lockcast()
-    dirs = sorted(os.path.join(a.dir, n) for n in os.listdir(a.dir)
-                  if os.path.isdir(os.path.join(a.dir, n)))
-    dirs = [d for d in dirs if conf(d).get("recipe") != "perfg"]
+    dirs = capture_dirs(a.dir)
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         q = {d: v for d, v in ex.map(lambda d: matched(binary, d), dirs) if v is not None}
     by = {}

@@ -51,6 +51,14 @@ def errors(binary, cap, q):
     return pct(rc, mc), pct(rw, mw)
 
 
+def capture_dirs(root):
+    """The capture directories under root that lockcast can replay (plain `-g` recordings,
+    which it refuses for want of the page events, left out)."""
+    dirs = sorted(os.path.join(root, n) for n in os.listdir(root)
+                  if os.path.isdir(os.path.join(root, n)))
+    return [d for d in dirs if conf(d).get("recipe") != "perfg"]
+
+
 def scan(binary, d):
     cap = capture_file(d)
     return d, [errors(binary, cap, q) for q in GRID] if cap else None
@@ -63,9 +71,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     binary = a.lockcast or find_lockcast()
-    dirs = sorted(os.path.join(a.dir, n) for n in os.listdir(a.dir)
-                  if os.path.isdir(os.path.join(a.dir, n)))
-    dirs = [d for d in dirs if conf(d).get("recipe") != "perfg"]
+    dirs = capture_dirs(a.dir)
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         got = list(ex.map(lambda d: scan(binary, d), dirs))
     worst = lambda e: max(abs(e[0]), abs(e[1])) if e and not math.isnan(e[0] + e[1]) else math.inf
