@@ -369,8 +369,9 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             Err(p) => std::panic::resume_unwind(p),
         }
     });
-    // Nothing below reads the capture's events (32 bytes each: 64 MiB of a 2 M-event capture),
-    // and the replays' buffers are allocated from here on: let them reuse that memory.
+    // Nothing below reads the capture's events, and the replays' buffers are allocated from
+    // here on: without the events under them the peak is lower (on a 2 M-event capture RSS
+    // here fell 241 -> 180 MiB, the run's peak 406 -> 345 with the read's own change).
     drop(std::mem::take(&mut t.events));
     let baseline = policy::Baseline;
     // The interval covers the policy and its alternatives: baseline first, then the
