@@ -145,7 +145,7 @@ impl Batcher {
                 } => {
                     let p = 1u64 << order;
                     let cacheable = p < self.max_cached_pages;
-                    let at = v + delay.unwrap_or(if cacheable {
+                    let at = v + delay.get().unwrap_or(if cacheable {
                         intents.delay_full
                     } else {
                         intents.delay_large
@@ -225,6 +225,7 @@ impl Batcher {
 mod tests {
     use super::*;
     use crate::stats::Rng;
+    use crate::whatif::intents::MaybeSpan;
 
     /// Random streams of faults (some with their own drain delay), explicit drains, frees and
     /// lazyfree batches, all of folios of `order` pages (or a mix with `mix`).
@@ -255,8 +256,8 @@ mod tests {
                             _ => Intent::Fault {
                                 v,
                                 order,
-                                delay: (rng.below(4) == 0).then(|| rng.below(300) as i64),
-                                death: None,
+                                delay: (rng.below(4) == 0).then(|| rng.below(300) as i64).into(),
+                                death: MaybeSpan::NONE,
                             },
                         }
                     })

@@ -223,9 +223,9 @@ impl FbatchDrain {
                 } => {
                     // today's predicate: only order-0 folios are cached
                     let cacheable = order == 0;
-                    batch.push(death);
+                    batch.push(death.get());
                     if !cacheable || batch.len() >= FOLIO_BATCH as usize {
-                        let at = v + delay.unwrap_or(if cacheable {
+                        let at = v + delay.get().unwrap_or(if cacheable {
                             intents.delay_full
                         } else {
                             intents.delay_large

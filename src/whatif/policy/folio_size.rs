@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use super::{Batcher, Context, Policy, Request};
 use crate::error::{Error, Result};
 use crate::whatif::alignment::{self, Cover};
-use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::intents::{Intent, Intents, MaybeNs, MaybeSpan};
 use crate::whatif::params::{self, Set};
 use crate::whatif::reconstruct::free_holds_rule;
 use crate::whatif::trace::{Trace, Via};
@@ -173,8 +173,8 @@ impl Policy for FolioSize {
                     Intent::Fault { v, order, .. } => Intent::Fault {
                         v: scale(v),
                         order,
-                        delay: None,
-                        death: None,
+                        delay: MaybeNs::NONE,
+                        death: MaybeSpan::NONE,
                     },
                     Intent::Drain { v, site } => Intent::Drain { v: scale(v), site },
                     Intent::Free {
@@ -267,8 +267,8 @@ fn regroup(s: &[Intent], pages_per: u64, order: u8, cover: &Cover) -> Vec<Intent
                         out.push(Intent::Fault {
                             v: v + (span * j as f64 / p as f64).round() as i64,
                             order: if small { 0 } else { order },
-                            delay: None,
-                            death: None,
+                            delay: MaybeNs::NONE,
+                            death: MaybeSpan::NONE,
                         });
                     }
                     *k += 1;
@@ -368,8 +368,8 @@ mod tests {
         Intent::Fault {
             v,
             order: 0,
-            delay: None,
-            death: None,
+            delay: MaybeNs::NONE,
+            death: MaybeSpan::NONE,
         }
     }
 
@@ -417,8 +417,8 @@ mod tests {
         assert!(out.contains(&Intent::Fault {
             v: 1000,
             order: 4,
-            delay: None,
-            death: None
+            delay: MaybeNs::NONE,
+            death: MaybeSpan::NONE
         }));
         let zap: Vec<u32> = out
             .iter()
