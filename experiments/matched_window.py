@@ -29,13 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from matrix_score import (GOOD_PAIR, capture_file, find_lockcast, group_key, metrics,  # noqa: E402
                           pct, run)
-from window_scan import capture_dirs, conf, errors  # noqa: E402
+from window_scan import capture_dirs, conf, errors, worst  # noqa: E402
 
 GRID = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99, 0.995]
-
-
-def larger(e):
-    return max(abs(e[0]), abs(e[1])) if e and None not in e else math.inf
 
 
 def matched(binary, d):
@@ -44,8 +40,8 @@ def matched(binary, d):
     errs = [errors(binary, cap, q) for q in GRID] if cap else []
     if not errs or all(e is None for e in errs):
         return d, None
-    best = min(range(len(GRID)), key=lambda i: larger(errs[i]))
-    return d, GRID[best] if larger(errs[best]) != math.inf else None
+    best = min(range(len(GRID)), key=lambda i: worst(errs[i]))
+    return d, GRID[best] if worst(errs[best]) != math.inf else None
 
 
 def group(d):

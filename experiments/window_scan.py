@@ -51,6 +51,13 @@ def errors(binary, cap, q):
     return pct(rc, mc), pct(rw, mw)
 
 
+def worst(e):
+    """The larger of a replay's two errors (contended, total wait), or infinity without both."""
+    if not e or None in e or math.isnan(e[0] + e[1]):
+        return math.inf
+    return max(abs(e[0]), abs(e[1]))
+
+
 def capture_dirs(root):
     """The capture directories under root that lockcast can replay (plain `-g` recordings,
     which it refuses for want of the page events, left out)."""
@@ -74,7 +81,6 @@ def main():
     dirs = capture_dirs(a.dir)
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         got = list(ex.map(lambda d: scan(binary, d), dirs))
-    worst = lambda e: max(abs(e[0]), abs(e[1])) if e and not math.isnan(e[0] + e[1]) else math.inf
     by_conf = collections.defaultdict(list)
     within = [0] * len(GRID)
     scored = 0

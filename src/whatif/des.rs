@@ -169,17 +169,8 @@ impl<'a> Stalls<'a> {
     }
 }
 
-/// The traced waits of a replay, as (CPU stream, index of the request in it): where
-/// [`stall_sum`] draws the stalls of another calibration without replaying.
-pub fn traced_waits(
-    streams: &[Vec<Request>],
-    cal: &Calibration,
-    obs: Observation,
-) -> Vec<(u32, u32)> {
-    replay_traced(streams, cal, obs).1
-}
-
-/// [`replay_detailed`] and [`traced_waits`] from one replay.
+/// [`replay_detailed`], and the replay's traced waits as (CPU stream, index of the request in
+/// it): where [`stall_sum`] draws the stalls of another calibration without replaying.
 pub fn replay_traced(
     streams: &[Vec<Request>],
     cal: &Calibration,
@@ -196,7 +187,7 @@ pub fn replay_traced(
     (d, out)
 }
 
-/// The stall excess `cal` would give the traced waits `waits` ([`traced_waits`]): the same
+/// The stall excess `cal` would give the traced waits `waits` ([`replay_traced`]): the same
 /// draw per request as a replay makes.
 pub fn stall_sum(cal: &Calibration, waits: &[(u32, u32)]) -> Ns {
     let s = Stalls::new(cal);
@@ -416,7 +407,7 @@ mod tests {
         assert_eq!(replay(&s, &c, Observation::Paravirt).total_wait_ns, Ns(70));
     }
 
-    /// `stall_ns` is the stalls' own excess, and [`stall_sum`] over [`traced_waits`] draws
+    /// `stall_ns` is the stalls' own excess, and [`stall_sum`] over [`replay_traced`]'s waits draws
     /// the same excess for the same requests without replaying (what a sampled interval adds
     /// back for the whole capture).
     #[test]
@@ -425,7 +416,7 @@ mod tests {
         let m = replay(&s, &c, Observation::Paravirt);
         // one traced wait (CPU1's only request), stalled by 500 of its 570
         assert_eq!((m.contended, m.stall_ns), (1, Ns(500)));
-        let w = traced_waits(&s, &c, Observation::Paravirt);
+        let (_, w) = replay_traced(&s, &c, Observation::Paravirt);
         assert_eq!(w, [(1, 0)]);
         assert_eq!(stall_sum(&c, &w), Ns(500));
         // another calibration's draw for the same waits, and none without stalls
@@ -442,12 +433,11 @@ mod tests {
             .map(|cpu| (0..20_000).map(|i| req(i * 150 + cpu * 7)).collect())
             .collect();
         let m = replay(&busy, &c, Observation::Paravirt);
-        let w = traced_waits(&busy, &c, Observation::Paravirt);
+        let (d, w) = replay_traced(&busy, &c, Observation::Paravirt);
         assert_eq!(w.len() as u64, m.contended);
-        // the point replay that lists them gives the plain replay's totals and paths
-        let (d, listed) = replay_traced(&busy, &c, Observation::Paravirt);
+        // the replay that lists them gives the plain replay's totals and paths
         let plain = replay_detailed(&busy, &c, Observation::Paravirt);
-        assert_eq!((d.total, &d.by_via, &listed), (m, &plain.by_via, &w));
+        assert_eq!((d.total, &d.by_via), (m, &plain.by_via));
         assert!(
             m.stall_ns.get() > 0,
             "some of {} traced waits stall",

@@ -69,8 +69,9 @@ pub enum Intent {
 /// or virtual, reaches it.
 const NO_NS: i64 = i64::MIN;
 
-/// `Option<i64>` (ns) in 8 bytes instead of 16. With [`MaybeSpan`] it keeps an [`Intent`] at 40
-/// bytes instead of 56: the builds write one per fault, and every policy reads them all.
+/// `Option<i64>` of signed ns (a virtual time or a delay; not a [`crate::duration::Ns`]) in 8
+/// bytes instead of 16. With [`MaybeSpan`] it keeps an [`Intent`] at 40 bytes instead of 56:
+/// the builds write one per fault, and every policy reads them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MaybeNs(i64);
 
@@ -701,10 +702,10 @@ fn sort_pair<K: Ord + Copy, V: Copy>(keys: &mut [K], vals: &mut [V], perm: &mut 
 }
 
 /// [`mark_zaps`] of the stream `s` whose sort keys are `keys` (`keys[k].1` is
-/// [`rank`]`(&s[k])`): the kinds read from the 16-byte keys, not the 56-byte intents, and only
-/// the free batches touched. A pass over every intent only to find the few free batches was
-/// a tenth of a build on the 2 M-event capture (memory-bound: the stream is larger than the
-/// caches).
+/// [`rank`]`(&s[k])`): the kinds read from the 16-byte keys, not the intents, and only the
+/// free batches touched. A pass over every intent (56 bytes then) only to find the few free
+/// batches was a tenth of a build on the 2 M-event capture (memory-bound: the stream is larger
+/// than the caches).
 fn mark_zaps_ranked<K>(keys: &[(K, u8, u32)], s: &mut [Intent]) {
     let mut zap = 0u32;
     let mut in_zap = false;

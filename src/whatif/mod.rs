@@ -371,7 +371,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     });
     // Nothing below reads the capture's events, and the replays' buffers are allocated from
     // here on: without the events under them the peak is lower (on a 2 M-event capture RSS
-    // here fell 241 -> 180 MiB, the run's peak 406 -> 345 with the read's own change).
+    // here fell 241 -> 180 MiB).
     drop(std::mem::take(&mut t.events));
     let baseline = policy::Baseline;
     // The interval covers the policy and its alternatives: baseline first, then the

@@ -197,16 +197,37 @@ pub const TRACKED: [&str; 9] = [
 ];
 
 // Indices in [`TRACKED`]: an event's index there is found once per event type of a perf.data
-// file, and `add_event` dispatches on it rather than comparing names for every event.
-const T_BEGIN: usize = 0;
-const T_END: usize = 1;
-const T_INSERT: usize = 2;
-const T_ALLOC: usize = 3;
-const T_FREE: usize = 4;
-const T_ENTER_MADVISE: usize = 5;
-const T_EXIT_MADVISE: usize = 6;
-const T_ENTER_MUNMAP: usize = 7;
-const T_EXIT_MUNMAP: usize = 8;
+// file, and `add_event` dispatches on it rather than comparing names for every event. Each is
+// looked up in `TRACKED` when compiling, so the two cannot drift apart.
+const T_BEGIN: usize = tracked_at("lock:contention_begin");
+const T_END: usize = tracked_at("lock:contention_end");
+const T_INSERT: usize = tracked_at("pagemap:mm_lru_insertion");
+const T_ALLOC: usize = tracked_at("kmem:mm_page_alloc");
+const T_FREE: usize = tracked_at("kmem:mm_page_free");
+const T_ENTER_MADVISE: usize = tracked_at("syscalls:sys_enter_madvise");
+const T_EXIT_MADVISE: usize = tracked_at("syscalls:sys_exit_madvise");
+const T_ENTER_MUNMAP: usize = tracked_at("syscalls:sys_enter_munmap");
+const T_EXIT_MUNMAP: usize = tracked_at("syscalls:sys_exit_munmap");
+
+/// The place of the full name `name` in [`TRACKED`]; a name not there fails the build.
+const fn tracked_at(name: &str) -> usize {
+    let want = name.as_bytes();
+    let mut i = 0;
+    while i < TRACKED.len() {
+        let have = TRACKED[i].as_bytes();
+        if have.len() == want.len() {
+            let mut k = 0;
+            while k < have.len() && have[k] == want[k] {
+                k += 1;
+            }
+            if k == have.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a TRACKED event")
+}
 
 /// The index in [`TRACKED`] of an event by its bare name (`mm_page_alloc`): `system:name`
 /// ends with `:` + the name.
