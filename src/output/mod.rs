@@ -4,6 +4,7 @@
 pub mod ab_runs;
 pub mod flamegraph;
 pub mod formats;
+mod list_pages;
 pub mod perf_text;
 pub mod perfetto;
 pub mod render;

@@ -65,7 +65,16 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
             .zip(parquet.fields())
             .zip(encodings.iter())
         {
-            for pages in array_to_columns(array, ty.clone(), options, enc).map_err(ctx)? {
+            let leaves: Vec<Box<dyn Iterator<Item = _> + Send>> =
+                match super::list_pages::columns(array, ty, options) {
+                    Some(pages) => pages.map_err(ctx)?,
+                    None => array_to_columns(array, ty.clone(), options, enc)
+                        .map_err(ctx)?
+                        .into_iter()
+                        .map(|p| Box::new(p) as Box<dyn Iterator<Item = _> + Send>)
+                        .collect(),
+                };
+            for pages in leaves {
                 // as polars' writer hands encoding errors to the compressor
                 let pages = pages.map(|r| {
                     r.map_err(|e| {
@@ -154,14 +163,14 @@ fn compress_page(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::frames::events::{EventTable, EventTables};
     use crate::output::stream::TableWriter;
     use crate::output::write::FileFormat;
 
     /// The `samples` frames of the bundled cpu-clock capture, cut every 1000 rows.
-    fn sample_frames() -> Vec<DataFrame> {
+    pub(in crate::output) fn sample_frames() -> Vec<DataFrame> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz"
