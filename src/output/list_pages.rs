@@ -146,6 +146,16 @@ fn page(
         u8::from(list.is_optional) + 1,
     );
     let empty = u8::from(list.is_optional);
+    // the items' definition levels, one per leaf value of the page
+    let item_def: Option<Vec<u8>> =
+        item.validity
+            .as_ref()
+            .filter(|v| v.unset_bits() > 0)
+            .map(|v| {
+                v.iter()
+                    .map(|ok| if ok { present } else { missing })
+                    .collect()
+            });
     let mut rep = Vec::with_capacity(leaf.len() + rows);
     let mut def = Vec::with_capacity(leaf.len() + rows);
     for i in 0..rows {
@@ -156,13 +166,12 @@ fn page(
             def.push(if null { 0 } else { empty });
             continue;
         }
-        for j in a..b {
-            rep.push(u8::from(j != a));
-            let valid = item
-                .validity
-                .as_ref()
-                .is_none_or(|v| v.get_bit((j - first) as usize));
-            def.push(if valid { present } else { missing });
+        let n = (b - a) as usize;
+        rep.push(0);
+        rep.resize(rep.len() + n - 1, 1);
+        match &item_def {
+            None => def.resize(def.len() + n, present),
+            Some(d) => def.extend_from_slice(&d[(a - first) as usize..(b - first) as usize]),
         }
     }
     let bits = |max: u8| u8::BITS - max.leading_zeros();
