@@ -345,6 +345,9 @@ impl<R: BufRead> Chunker<R> {
     }
 
     fn fill(&mut self, buf: &mut Vec<u8>, upto: usize) -> std::io::Result<()> {
+        // the piece's room at once: grown by `read_to_end`, an 8 MiB piece was copied by
+        // realloc on its way up from the carried-over tail
+        buf.reserve(upto.saturating_sub(buf.len()));
         while buf.len() < upto && !self.eof {
             let want = (upto - buf.len()) as u64;
             let n = (&mut self.inner).take(want).read_to_end(buf)?;

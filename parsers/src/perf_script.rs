@@ -422,7 +422,7 @@ pub fn starts_record(line: &str) -> bool {
 /// A frame when no sample is open (`in_sample` false: a blank line ended the last one) is
 /// malformed.
 fn classify(s: &str, line_no: u64, in_sample: bool) -> Class<'_> {
-    if s.trim().is_empty() {
+    if trim(s).is_empty() {
         return Class::Blank;
     }
     if s.starts_with('#') {
