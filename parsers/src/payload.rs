@@ -29,18 +29,18 @@ use crate::error::LineError;
 /// `lock:contention_begin`: `"%p (flags=%s)"`, flags `|`-joined from SPIN READ WRITE RT PERCPU
 /// MUTEX (empty for a semaphore).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContentionBegin {
+pub struct ContentionBegin<'a> {
     /// Lock address as printed.
-    pub lock: String,
+    pub lock: &'a str,
     /// Flag names as printed (`SPIN`, `SPIN|READ`, ``).
-    pub flags: String,
+    pub flags: &'a str,
 }
 
 /// `lock:contention_end`: `"%p (ret=%d)"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContentionEnd {
+pub struct ContentionEnd<'a> {
     /// Lock address as printed.
-    pub lock: String,
+    pub lock: &'a str,
     /// Return value (0, or -4 = -EINTR for interrupted sleeping locks).
     pub ret: i32,
 }
@@ -48,32 +48,32 @@ pub struct ContentionEnd {
 /// `pagemap:mm_lru_insertion`: `"folio=%p pfn=0x%lx lru=%d flags=%s%s%s%s%s%s"` (v5.16+;
 /// `page=` and decimal pfn before).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LruInsertion {
+pub struct LruInsertion<'a> {
     /// Folio (or page) pointer as printed.
-    pub folio: String,
+    pub folio: &'a str,
     /// Page frame number.
     pub pfn: u64,
     /// LRU list: 0 inactive_anon, 1 active_anon, 2 inactive_file, 3 active_file, 4 unevictable.
     pub lru: i32,
     /// The 6-character flag field, padded back to 6 when trailing spaces were trimmed:
     /// `M` mlocked, `a`/`f` anon/file, `s` swapbacked, `b` reclaim, `d` dirty, `B` unevictable.
-    pub flags: String,
+    pub flags: std::borrow::Cow<'a, str>,
 }
 
 /// `pagemap:mm_lru_activate`: `"folio=%p pfn=0x%lx"` (v5.16+; `page=` and decimal pfn before).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LruActivate {
+pub struct LruActivate<'a> {
     /// Folio (or page) pointer as printed.
-    pub folio: String,
+    pub folio: &'a str,
     /// Page frame number.
     pub pfn: u64,
 }
 
 /// `kmem:mm_page_alloc`: `"page=%p pfn=0x%lx order=%d migratetype=%d gfp_flags=%s"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageAlloc {
+pub struct PageAlloc<'a> {
     /// Page pointer as printed.
-    pub page: String,
+    pub page: &'a str,
     /// Page frame number (0 on failed allocations).
     pub pfn: u64,
     /// Allocation order (folio = 2^order pages).
@@ -81,15 +81,15 @@ pub struct PageAlloc {
     /// Migrate type.
     pub migratetype: i32,
     /// GFP flags as printed.
-    pub gfp_flags: String,
+    pub gfp_flags: &'a str,
 }
 
 /// `kmem:mm_page_free` / `mm_page_free_batched`: `"page=%p pfn=0x%lx order=%d"` (the batched
 /// variant prints a literal order 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageFree {
+pub struct PageFree<'a> {
     /// Page pointer as printed.
-    pub page: String,
+    pub page: &'a str,
     /// Page frame number.
     pub pfn: u64,
     /// Order.
@@ -247,10 +247,11 @@ pub const MADV_HUGEPAGE: u32 = 14;
 /// A value runs to the next ` key=` (so values with spaces, like `next_comm=CPU 0/KVM`, stay
 /// whole); text before the first key is returned under the empty key.
 pub fn key_values(payload: &str) -> Vec<(&str, &str)> {
-    let mut out = Vec::new();
-    // Byte offsets where a `key=` token begins.
+    // one pair per `=` at most (and the text before the first key): one allocation
+    let mut out = Vec::with_capacity(memchr::memchr_iter(b'=', payload.as_bytes()).count() + 1);
     let bytes = payload.as_bytes();
-    let mut starts = Vec::new();
+    // the key being read: (start, end) byte offsets of its name
+    let mut open: Option<(usize, usize)> = None;
     let mut i = 0;
     while i < bytes.len() {
         let at_token = i == 0 || bytes[i - 1] == b' ' || bytes[i - 1] == b',';
@@ -260,29 +261,34 @@ pub fn key_values(payload: &str) -> Vec<(&str, &str)> {
                 j += 1;
             }
             if j > i && j < bytes.len() && bytes[j] == b'=' {
-                starts.push((i, j));
+                match open {
+                    // a value runs to the next key
+                    Some((ks, ke)) => out.push((&payload[ks..ke], value(&payload[ke + 1..i]))),
+                    None => {
+                        let pre = payload[..i].trim();
+                        if !pre.is_empty() {
+                            out.push(("", pre));
+                        }
+                    }
+                }
+                open = Some((i, j));
                 i = j + 1;
                 continue;
             }
         }
         i += 1;
     }
-    if let Some(&(first, _)) = starts.first() {
-        let pre = payload[..first].trim();
-        if !pre.is_empty() {
-            out.push(("", pre));
-        }
-    } else if !payload.trim().is_empty() {
-        out.push(("", payload.trim()));
-    }
-    for (n, &(ks, ke)) in starts.iter().enumerate() {
-        let vend = starts.get(n + 1).map_or(payload.len(), |&(s, _)| s);
-        let v = payload[ke + 1..vend]
-            .trim_end_matches(' ')
-            .trim_end_matches(',');
-        out.push((&payload[ks..ke], v));
+    match open {
+        Some((ks, ke)) => out.push((&payload[ks..ke], value(&payload[ke + 1..]))),
+        None if !payload.trim().is_empty() => out.push(("", payload.trim())),
+        None => {}
     }
     out
+}
+
+/// A value without the separator before the next key.
+fn value(v: &str) -> &str {
+    v.trim_end_matches(' ').trim_end_matches(',')
 }
 
 /// A payload's `key=value` pairs, looked up by the names of the tracepoint's `TP_printk`.
@@ -319,10 +325,9 @@ impl<'a> Fields<'a> {
     }
 
     /// The first of `keys` printed: kernels renamed the field (`page=` became `folio=`).
-    fn string_of(&self, keys: &[&str], what: &'static str) -> Result<String, LineError> {
+    fn str_of(&self, keys: &[&str], what: &'static str) -> Result<&'a str, LineError> {
         keys.iter()
             .find_map(|k| self.get(k))
-            .map(str::to_string)
             .ok_or_else(|| self.missing(what))
     }
 
@@ -429,36 +434,39 @@ fn ptr_paren<'a>(payload: &'a str, key: &str) -> Result<(&'a str, &'a str), Line
 }
 
 /// Parse a `lock:contention_begin` payload.
-pub fn contention_begin(payload: &str) -> Result<ContentionBegin, LineError> {
+pub fn contention_begin(payload: &str) -> Result<ContentionBegin<'_>, LineError> {
     let (lock, flags) = ptr_paren(payload, "flags")?;
-    Ok(ContentionBegin {
-        lock: lock.to_string(),
-        flags: flags.to_string(),
-    })
+    Ok(ContentionBegin { lock, flags })
 }
 
 /// Parse a `lock:contention_end` payload.
-pub fn contention_end(payload: &str) -> Result<ContentionEnd, LineError> {
+pub fn contention_end(payload: &str) -> Result<ContentionEnd<'_>, LineError> {
     let (lock, ret) = ptr_paren(payload, "ret")?;
     Ok(ContentionEnd {
-        lock: lock.to_string(),
+        lock,
         ret: int(ret, "an integer ret")?,
     })
 }
 
 /// Parse a `pagemap:mm_lru_insertion` payload.
-pub fn lru_insertion(payload: &str) -> Result<LruInsertion, LineError> {
+pub fn lru_insertion(payload: &str) -> Result<LruInsertion<'_>, LineError> {
     // flags= is a fixed 6-char field of letters or spaces: take it positionally, not by token.
     let (head, flags) = match payload.find("flags=") {
         Some(i) => (&payload[..i], &payload[i + 6..]),
         None => return Err(LineError::expected("a flags= field", payload)),
     };
     let f = Fields::of(head, payload);
-    let folio = f.string_of(&["folio", "page"], "a folio= field")?;
-    let mut flags: String = flags.chars().take(6).collect();
-    while flags.chars().count() < 6 {
-        flags.push(' ');
-    }
+    let folio = f.str_of(&["folio", "page"], "a folio= field")?;
+    // the usual field is exactly 6 single-byte characters: borrowed as is
+    let flags = if flags.len() == 6 && flags.is_ascii() {
+        std::borrow::Cow::Borrowed(flags)
+    } else {
+        let mut padded: String = flags.chars().take(6).collect();
+        while padded.chars().count() < 6 {
+            padded.push(' ');
+        }
+        std::borrow::Cow::Owned(padded)
+    };
     Ok(LruInsertion {
         folio,
         pfn: f.pfn("pfn")?,
@@ -468,31 +476,31 @@ pub fn lru_insertion(payload: &str) -> Result<LruInsertion, LineError> {
 }
 
 /// Parse a `pagemap:mm_lru_activate` payload.
-pub fn lru_activate(payload: &str) -> Result<LruActivate, LineError> {
+pub fn lru_activate(payload: &str) -> Result<LruActivate<'_>, LineError> {
     let f = Fields::new(payload);
     Ok(LruActivate {
-        folio: f.string_of(&["folio", "page"], "a folio= field")?,
+        folio: f.str_of(&["folio", "page"], "a folio= field")?,
         pfn: f.pfn("pfn")?,
     })
 }
 
 /// Parse a `kmem:mm_page_alloc` payload.
-pub fn page_alloc(payload: &str) -> Result<PageAlloc, LineError> {
+pub fn page_alloc(payload: &str) -> Result<PageAlloc<'_>, LineError> {
     let f = Fields::new(payload);
     Ok(PageAlloc {
-        page: f.string("page")?,
+        page: f.str("page")?,
         pfn: f.pfn("pfn")?,
         order: f.int("order")?,
         migratetype: f.int("migratetype")?,
-        gfp_flags: f.string("gfp_flags")?,
+        gfp_flags: f.str("gfp_flags")?,
     })
 }
 
 /// Parse a `kmem:mm_page_free` / `mm_page_free_batched` payload.
-pub fn page_free(payload: &str) -> Result<PageFree, LineError> {
+pub fn page_free(payload: &str) -> Result<PageFree<'_>, LineError> {
     let f = Fields::new(payload);
     Ok(PageFree {
-        page: f.string("page")?,
+        page: f.str("page")?,
         pfn: f.pfn("pfn")?,
         order: f.int("order")?,
     })
@@ -658,10 +666,7 @@ mod tests {
         assert_eq!(b.lock, "0xffff888102abc698");
         assert_eq!(b.flags, "SPIN");
         let b = contention_begin("00000000283d31fc (flags=SPIN|READ)").unwrap();
-        assert_eq!(
-            (b.lock.as_str(), b.flags.as_str()),
-            ("00000000283d31fc", "SPIN|READ")
-        );
+        assert_eq!((b.lock, b.flags), ("00000000283d31fc", "SPIN|READ"));
         assert_eq!(contention_begin("0xc0 (flags=)").unwrap().flags, "");
         assert!(contention_begin("0xc0").is_err());
     }
@@ -684,7 +689,7 @@ mod tests {
         assert_eq!(i.flags, " f    ");
         // pre-5.14 decimal pfn, page=
         let i = lru_insertion("page=0xffffea0001 pfn=1534487 lru=2 flags= f    ").unwrap();
-        assert_eq!((i.folio.as_str(), i.pfn), ("0xffffea0001", 1534487));
+        assert_eq!((i.folio, i.pfn), ("0xffffea0001", 1534487));
     }
 
     #[test]
@@ -715,6 +720,60 @@ mod tests {
         assert_eq!(kv[0], ("prev_comm", "CPU 0/KVM"));
         assert_eq!(kv[2], ("prev_state", "R+ ==>"));
         assert_eq!(kv[3], ("next_comm", "swapper/0"));
+    }
+
+    /// `key_values` as it was written first (token starts in one pass, pairs in a second),
+    /// the reference for the one-pass version.
+    fn key_values_two_pass(payload: &str) -> Vec<(&str, &str)> {
+        let bytes = payload.as_bytes();
+        let mut starts = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if i == 0 || bytes[i - 1] == b' ' || bytes[i - 1] == b',' {
+                let mut j = i;
+                while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+                    j += 1;
+                }
+                if j > i && j < bytes.len() && bytes[j] == b'=' {
+                    starts.push((i, j));
+                    i = j + 1;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        let mut out = Vec::new();
+        match starts.first() {
+            Some(&(first, _)) if !payload[..first].trim().is_empty() => {
+                out.push(("", payload[..first].trim()))
+            }
+            None if !payload.trim().is_empty() => out.push(("", payload.trim())),
+            _ => {}
+        }
+        for (n, &(ks, ke)) in starts.iter().enumerate() {
+            let vend = starts.get(n + 1).map_or(payload.len(), |&(s, _)| s);
+            let v = payload[ke + 1..vend]
+                .trim_end_matches(' ')
+                .trim_end_matches(',');
+            out.push((&payload[ks..ke], v));
+        }
+        out
+    }
+
+    #[test]
+    fn key_values_splits_as_the_two_pass_reference() {
+        // every string of up to 7 pieces from an alphabet of the separators and key shapes
+        let parts = ["a", "k_1", "=", " ", ",", ", ", "0x1f", "=>", "é", "\t"];
+        let mut checked = 0;
+        let mut stack = vec![String::new()];
+        while let Some(s) = stack.pop() {
+            assert_eq!(key_values(&s), key_values_two_pass(&s), "{s:?}");
+            checked += 1;
+            if s.chars().count() < 7 {
+                stack.extend(parts.iter().map(|p| format!("{s}{p}")));
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 
     #[test]
@@ -804,7 +863,7 @@ mod tests {
         );
         assert!(vmscan("nid=x").is_err());
         let a = lru_activate("folio=00000000deadbeef pfn=0x1234").unwrap();
-        assert_eq!((a.folio.as_str(), a.pfn), ("00000000deadbeef", 0x1234));
+        assert_eq!((a.folio, a.pfn), ("00000000deadbeef", 0x1234));
     }
 
     // lines copied from fixtures/lazyfree/khugepaged-r1/events.txt.gz (kernel 6.18, perf 6.1)

@@ -557,7 +557,10 @@ fn split_trailing_frame(rest: &str) -> Option<(&str, FrameRef<'_>)> {
 fn tokens(s: &str) -> Vec<(usize, &str)> {
     let mut t = Tokens::new(s);
     while t.advance() {}
-    t.found
+    let inline = t.len.min(INLINE_TOKENS);
+    let mut all = t.first[..inline].to_vec();
+    all.append(&mut t.more);
+    all
 }
 
 /// The space/TAB-separated tokens of a line, cut only as far as they are asked for: a header's
@@ -565,15 +568,25 @@ fn tokens(s: &str) -> Vec<(usize, &str)> {
 struct Tokens<'a> {
     s: &'a str,
     pos: usize,
-    found: Vec<(usize, &'a str)>,
+    /// The first tokens cut, in place: a header has about six, and a `Vec` here was a
+    /// malloc and a free per header line.
+    first: [(usize, &'a str); INLINE_TOKENS],
+    /// Tokens cut so far.
+    len: usize,
+    /// Tokens after the first [`INLINE_TOKENS`] (a comm with many spaces).
+    more: Vec<(usize, &'a str)>,
 }
+
+const INLINE_TOKENS: usize = 12;
 
 impl<'a> Tokens<'a> {
     fn new(s: &'a str) -> Self {
         Tokens {
             s,
             pos: 0,
-            found: Vec::with_capacity(8),
+            first: [(0, ""); INLINE_TOKENS],
+            len: 0,
+            more: Vec::new(),
         }
     }
 
@@ -597,7 +610,11 @@ impl<'a> Tokens<'a> {
         self.pos = i;
         match self.s.get(start..i) {
             Some(t) => {
-                self.found.push((start, t));
+                match self.first.get_mut(self.len) {
+                    Some(slot) => *slot = (start, t),
+                    None => self.more.push((start, t)),
+                }
+                self.len += 1;
                 true
             }
             None => false,
@@ -605,12 +622,15 @@ impl<'a> Tokens<'a> {
     }
 
     fn get(&mut self, k: usize) -> Option<(usize, &'a str)> {
-        while self.found.len() <= k {
+        while self.len <= k {
             if !self.advance() {
                 return None;
             }
         }
-        self.found.get(k).copied()
+        match self.first.get(k) {
+            Some(&t) => Some(t),
+            None => self.more.get(k - INLINE_TOKENS).copied(),
+        }
     }
 }
 
@@ -931,6 +951,22 @@ mod tests {
     use std::fs::File;
     use std::io::{BufReader, Read};
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn header_with_more_tokens_than_are_kept_in_place() {
+        // a comm of 14 words: the pid token is the 15th (past the inline tokens)
+        let comm = "a b c d e f g h i j k l m n";
+        let line = format!("{comm} 4242/4243 [001]   477.553530146:       kmem:mm_page_free: page=0x1 pfn=0x1 order=0");
+        let h = parse_header(&line, true).unwrap();
+        assert_eq!(h.comm, comm);
+        assert_eq!((h.pid, h.tid, h.cpu), (Some(4242), 4243, Some(1)));
+        assert_eq!(h.time, Some((477_553_530_146, 1)));
+        assert_eq!(h.event, "kmem:mm_page_free");
+        assert_eq!(h.rest, "page=0x1 pfn=0x1 order=0");
+        let t = tokens(&line);
+        assert_eq!(t.len(), 21);
+        assert_eq!(t[14], (comm.len() + 1, "4242/4243"));
+    }
 
     fn read_all(text: &str, lenient: bool) -> (Vec<Event>, Result<(), Error>, Diagnostics) {
         read_from(text.as_bytes(), lenient)

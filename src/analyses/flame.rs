@@ -181,17 +181,17 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                             continue;
                         };
                         let kept = Kept {
-                            ty: lock_type(&b.flags),
+                            ty: lock_type(b.flags),
                             chain: e.callchain,
                         };
-                        waits.begin((e.tid, b.lock), ts, kept);
+                        waits.begin((e.tid, b.lock.to_string()), ts, kept);
                     }
                     "contention_end" => {
                         let (Some(ts), Ok(end)) = (e.ts_ns, payload::contention_end(&e.payload))
                         else {
                             continue;
                         };
-                        let Some((begin, k)) = waits.end(&(e.tid, end.lock.clone()), ts) else {
+                        let Some((begin, k)) = waits.end(&(e.tid, end.lock.to_string()), ts) else {
                             continue;
                         };
                         let names: Vec<String> =
@@ -201,14 +201,14 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                                 k.chain.iter().map(Frame::symbol_with_offset).collect();
                             let mut callers: Vec<&str> = caller_of(&raw).into_iter().collect();
                             callers.extend(names.iter().map(String::as_str));
-                            if !o.filter.keep(&[end.lock.as_str()], &callers, Some(k.ty)) {
+                            if !o.filter.keep(&[end.lock], &callers, Some(k.ty)) {
                                 continue;
                             }
                         }
                         n += 1;
                         let mut stack = vec![match o.root {
                             Root::Type => k.ty.to_string(),
-                            Root::Lock => end.lock.clone(),
+                            Root::Lock => end.lock.to_string(),
                         }];
                         if names.is_empty() {
                             stack.push("[no call chain]".to_string());

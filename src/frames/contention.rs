@@ -220,12 +220,12 @@ impl Pairer {
                     return;
                 };
                 self.waits.begin(
-                    (e.tid, b.lock),
+                    (e.tid, b.lock.to_string()),
                     ts,
                     Pending {
                         cpu: e.cpu,
                         line: e.line,
-                        flags: b.flags,
+                        flags: b.flags.to_string(),
                         stack: e.callchain.iter().map(|f| f.symbol_with_offset()).collect(),
                         comm: e.comm.clone(),
                     },
@@ -236,7 +236,7 @@ impl Pairer {
                     self.waits.unusable();
                     return;
                 };
-                let Some((begin_ns, p)) = self.waits.end(&(e.tid, end.lock.clone()), ts) else {
+                let Some((begin_ns, p)) = self.waits.end(&(e.tid, end.lock.to_string()), ts) else {
                     return;
                 };
                 self.source.push(self.current_source.clone());
@@ -245,7 +245,7 @@ impl Pairer {
                 self.tid.push(i64::from(e.tid));
                 self.comm.push(p.comm);
                 self.ty.push(lock_type(&p.flags));
-                self.lock.push(end.lock);
+                self.lock.push(end.lock.to_string());
                 self.flags.push(p.flags);
                 self.begin_ns.push(begin_ns);
                 self.end_ns.push(ts);

@@ -529,7 +529,7 @@ fn add_event(
                 }
             };
             let site = match drain_site(e.callchain) {
-                Some(name) => intern(&mut st.sites, &mut t.sites, name),
+                Some(name) => intern(&mut st.sites, &mut t.sites, &name),
                 None => NO_SITE,
             };
             Kind::Insert { pfn, site }
@@ -670,18 +670,18 @@ fn intern_addr(st: &mut ReadState, t: &mut Trace, addr: u64) -> u32 {
     } else {
         format!("0x{addr:x}")
     };
-    let id = intern(&mut st.locks, &mut t.locks, name);
+    let id = intern(&mut st.locks, &mut t.locks, &name);
     st.lock_addrs.insert(addr, id);
     id
 }
 
-fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: String) -> u32 {
-    if let Some(&id) = map.get(&name) {
+fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
+    if let Some(&id) = map.get(name) {
         return id;
     }
     let id = names.len() as u32;
-    names.push(name.clone());
-    map.insert(name, id);
+    names.push(name.to_string());
+    map.insert(name.to_string(), id);
     id
 }
 
