@@ -166,6 +166,7 @@ pub fn measured(
                 (
                     "traced_wait_ns",
                     h.traced
+                        .get()
                         .map(|(b, e)| e - b)
                         .map_or(Value::Null, Value::from),
                 ),

@@ -343,18 +343,18 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                     s.add_spacing
                         .push((h.last_ts - h.first_ts) as f64 / f64::from(h.folios - 1));
                 }
-                if let Some((_, end)) = h.traced {
+                if let Some((_, end)) = h.traced.get() {
                     s.d_pre.push((h.first_ts - end) as f64);
                 }
             }
             Side::Free => {
-                if let Some((_, end)) = h.traced {
+                if let Some((_, end)) = h.traced.get() {
                     s.pre_free
                         .push((f64::from(h.folios), (h.first_ts - end) as f64));
                 }
             }
             Side::Lazyfree => {
-                if h.traced.is_some() {
+                if h.traced.get().is_some() {
                     s.lazy_folios.push(f64::from(h.folios));
                 }
             }
@@ -377,9 +377,9 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
     calls.sort_by_key(|c| c.enter);
     s.per_hold = calls.iter().map(|c| c.per_hold).collect();
     for h in r.holds.iter().filter(|h| h.side == Side::Add) {
-        let at = h.traced.map_or(h.first_ts, |(b, _)| b);
+        let at = h.traced.get().map_or(h.first_ts, |(b, _)| b);
         if let Some(c) = call_at(&calls, at, at, |cpu| cpu != h.cpu) {
-            s.during_lazy.push((h.traced.is_some(), c.per_hold));
+            s.during_lazy.push((h.traced.get().is_some(), c.per_hold));
         }
     }
     // How far apart two events can be and still be one hold and its waiter.
@@ -393,7 +393,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
         .holds
         .iter()
         .filter(|h| h.side == Side::Lazyfree)
-        .filter_map(|h| h.traced.map(|(_, e)| (h.cpu, e)))
+        .filter_map(|h| h.traced.get().map(|(_, e)| (h.cpu, e)))
         .map(|(cpu, e)| {
             let reach = call_at(&calls, e, e, |c| c == cpu)
                 .map_or(NEAR, |c| (c.per_hold.ceil() as i64).clamp(1, NEAR));
@@ -535,7 +535,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                         // starts its hold at its own grant: its wait is its own (a stall
                         // there is counted once, on it, and the replay queues this one
                         // behind it)
-                        let start = h.traced.map_or(b, |(_, granted)| b.max(granted));
+                        let start = h.traced.get().map_or(b, |(_, granted)| b.max(granted));
                         s.unplaced.push(Unplaced {
                             wait: (e.ts - b) as f64,
                             lead: (ts - start) as f64,

@@ -396,7 +396,7 @@ pub fn after(
         for h in &rec.holds {
             if h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == NO_SITE {
                 unknown += 1;
-                on_unknown += u64::from(h.traced.is_some());
+                on_unknown += u64::from(h.traced.get().is_some());
             }
         }
         if unknown > 0 {

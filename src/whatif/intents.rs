@@ -349,7 +349,7 @@ impl<'a> Layout<'a> {
             }
         }
         for (fi, f) in r.faults.iter().enumerate() {
-            items[hold_ci[f.hold]].push(Item::Fault(fi));
+            items[hold_ci[f.hold as usize]].push(Item::Fault(fi));
         }
         cpu_holds.truncate(n);
         items.truncate(n);
@@ -358,9 +358,9 @@ impl<'a> Layout<'a> {
             .iter()
             .enumerate()
             .map(|(fi, f)| {
-                let h = &r.holds[f.hold];
+                let h = &r.holds[f.hold as usize];
                 match h.trigger {
-                    _ if h.last_fault != Some(fi) => TRIG_NONE,
+                    _ if h.last_fault.is_none_or(|l| l as usize != fi) => TRIG_NONE,
                     Trigger::Explicit => TRIG_NONE,
                     Trigger::Large => TRIG_LARGE,
                     Trigger::Full => TRIG_FULL,
@@ -371,7 +371,7 @@ impl<'a> Layout<'a> {
             .holds
             .iter()
             .map(|h| {
-                let (t, wait) = match h.traced {
+                let (t, wait) = match h.traced.get() {
                     Some((b, e)) => (b, e - b),
                     None => (h.first_ts, 0),
                 };
@@ -380,7 +380,7 @@ impl<'a> Layout<'a> {
                     wait,
                     folios: h.folios,
                     side: h.side,
-                    traced: h.traced.is_some(),
+                    traced: h.traced.get().is_some(),
                 }
             })
             .collect();
@@ -406,7 +406,7 @@ impl<'a> Layout<'a> {
                     }
                     Item::Fault(fi) => {
                         let f = &r.faults[fi];
-                        let aux = match f.death {
+                        let aux = match f.death.get() {
                             Some(d) => *call_at.entry(d).or_insert_with(|| {
                                 cs.push(d);
                                 (cs.len() - 1) as u32
@@ -415,7 +415,7 @@ impl<'a> Layout<'a> {
                         };
                         ti.push(ItemT {
                             ts: f.ts,
-                            hold: f.hold as u32,
+                            hold: f.hold,
                             aux,
                             trig: fault_trig[fi],
                             order: f.order,
@@ -819,7 +819,7 @@ mod tests {
     /// (virtual time, kind) from holds-then-faults push order.
     fn build_by_definition(r: &Reconstruction, c: &Calibration) -> Vec<Vec<Intent>> {
         let idx = |cpu: u32| r.cpus.iter().position(|&x| x == cpu).unwrap_or(0);
-        let req_lock = |h: &Hold| match h.traced {
+        let req_lock = |h: &Hold| match h.traced.get() {
             Some((b, e)) => (b, (e - b) + c.hold_after_grant(h.side, h.folios)),
             None => {
                 let q = match h.side {
@@ -858,18 +858,19 @@ mod tests {
                 v.push(x);
             }
             for (fi, f) in r.faults.iter().enumerate() {
-                let h = &r.holds[f.hold];
+                let h = &r.holds[f.hold as usize];
                 if idx(h.cpu) != ci {
                     continue;
                 }
                 let vreq = virt(req_lock(h).0);
                 let vf = virt(f.ts).min(vreq);
-                let triggered = h.last_fault == Some(fi) && h.trigger != Trigger::Explicit;
+                let triggered = h.last_fault.is_some_and(|l| l as usize == fi)
+                    && h.trigger != Trigger::Explicit;
                 v.push(Intent::Fault {
                     v: vf,
                     order: f.order,
                     delay: triggered.then_some(vreq - vf).into(),
-                    death: f.death.map(|(b, e)| (virt(b), virt(e))).into(),
+                    death: f.death.get().map(|(b, e)| (virt(b), virt(e))).into(),
                 });
             }
             v.sort_by_key(|i| (i.v(), rank(i)));

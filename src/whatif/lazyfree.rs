@@ -112,7 +112,7 @@ impl Call {
                 pages,
                 first_ts: ts,
                 last_ts: ts,
-                traced: t.map(|(b, e, _)| (b, e)),
+                traced: t.map(|(b, e, _)| (b, e)).into(),
                 trigger,
                 last_fault: None,
                 site: NO_SITE,
@@ -182,9 +182,10 @@ pub fn merge(holds: Vec<Hold>, faults: &mut [Fault], lazy: Vec<Hold>) -> Vec<Hol
     }
     out.extend(l);
     for f in faults.iter_mut() {
-        f.hold = remap[f.hold];
+        // remapped indices are below the old count, which fitted in u32
+        f.hold = remap[f.hold as usize] as u32;
         if let Some(x) = f.freed_in.as_mut() {
-            *x = remap[*x];
+            *x = remap[*x as usize] as u32;
         }
     }
     out
@@ -225,7 +226,7 @@ mod tests {
         // 4 holds, one traced with its grant at 800: 3 untraced over [0, 800) and (800, 1000]
         let h = call(0, vec![2; 4], vec![(790, 800)]).holds();
         assert_eq!(h.len(), 4);
-        let traced: Vec<_> = h.iter().filter(|h| h.traced.is_some()).collect();
+        let traced: Vec<_> = h.iter().filter(|h| h.traced.get().is_some()).collect();
         assert_eq!(traced.len(), 1);
         assert_eq!(traced[0].first_ts, 800);
         assert_eq!(h.iter().filter(|h| h.first_ts < 800).count(), 2);

@@ -929,10 +929,15 @@ fn identities(
     for f in &rec.faults {
         id.folios_added += 1;
         id.pages_added += 1u64 << f.order;
-        if f.death.is_some_and(|(b, _)| b < rec.holds[f.hold].first_ts) {
+        if f.death
+            .get()
+            .is_some_and(|(b, _)| b < rec.holds[f.hold as usize].first_ts)
+        {
             id.dead_on_batch += 1;
         }
-        if f.freed_in.is_some_and(|h| rec.holds[h].via == Via::Release) {
+        if f.freed_in
+            .is_some_and(|h| rec.holds[h as usize].via == Via::Release)
+        {
             id.release_folios += 1;
         }
     }
@@ -950,7 +955,7 @@ fn identities(
             Side::Free => id.free_holds += 1,
             Side::Lazyfree => {
                 id.lazyfree_holds += 1;
-                id.lazyfree_traced += u64::from(h.traced.is_some());
+                id.lazyfree_traced += u64::from(h.traced.get().is_some());
             }
         }
     }

@@ -14,6 +14,7 @@
 //! on the same CPU, by a hold as defined above (the zone lock of the page allocator is the
 //! usual other one in these captures; it is followed by `mm_page_alloc`).
 
+use super::intents::MaybeSpan;
 use super::IntMap;
 
 use super::lazyfree;
@@ -122,11 +123,11 @@ pub struct Hold {
     /// Last event of the hold.
     pub last_ts: i64,
     /// Traced wait before this hold: (`contention_begin`, `contention_end`).
-    pub traced: Option<(i64, i64)>,
+    pub traced: MaybeSpan,
     /// Add side: why it drained. Free side: `Explicit` (unused).
     pub trigger: Trigger,
     /// Add side: index in [`Reconstruction::faults`] of the last folio added (the trigger).
-    pub last_fault: Option<usize>,
+    pub last_fault: Option<u32>,
     /// Add side, explicit drains: the caller of `lru_add_drain*()` from the call chain
     /// (`trace::NO_SITE` without one).
     pub site: u32,
@@ -147,14 +148,22 @@ pub struct Fault {
     /// Folio order (0 when the allocation is not in the trace).
     pub order: u8,
     /// Index of the hold that put it on the LRU.
-    pub hold: usize,
+    pub hold: u32,
     /// Index of the free-side hold that freed it, when the trace shows its free.
-    pub freed_in: Option<usize>,
+    pub freed_in: Option<u32>,
     /// Task that faulted it (of the `mm_page_alloc`, else of the insertion).
     pub tid: i32,
     /// The task's first discarding madvise/munmap after the fault: (enter, exit) times, when
     /// the capture has those events. The folio is dead from `enter` on.
-    pub death: Option<(i64, i64)>,
+    pub death: MaybeSpan,
+}
+
+/// A hold or fault index in 4 bytes ([`Fault`] is 48 bytes instead of 72, [`Hold`] 64
+/// instead of 80: a 2 M-event capture keeps ~600 k of each through every replay). 2^32 holds
+/// would take over 250 GB of them, so no capture this machine can read comes near.
+fn idx32(i: usize) -> u32 {
+    debug_assert!(u32::try_from(i).is_ok(), "hold or fault index {i}");
+    i as u32
 }
 
 /// Everything the calibration and the policies need from one capture.
@@ -365,7 +374,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     order,
                 );
                 let h = &mut holds[hi];
-                h.last_fault = Some(faults.len());
+                h.last_fault = Some(idx32(faults.len()));
                 if any_lazyfree {
                     fresh.entry(ftid).or_default().push(faults.len());
                 }
@@ -373,10 +382,10 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     cpu: fcpu,
                     ts: fts,
                     order,
-                    hold: hi,
+                    hold: idx32(hi),
                     freed_in: None,
                     tid: ftid,
-                    death: death_after(&discards, ftid, fts),
+                    death: death_after(&discards, ftid, fts).into(),
                 });
                 on_lru.insert(pfn, faults.len() - 1);
             }
@@ -398,7 +407,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     g_free,
                     order,
                 );
-                faults[fault].freed_in = Some(hi);
+                faults[fault].freed_in = Some(idx32(hi));
             }
             Kind::Alloc { pfn, order } => {
                 cur.side = None;
@@ -476,7 +485,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     }
     let holds = lazyfree::merge(holds, &mut faults, lazy);
     for h in &holds {
-        if let Some((b, e)) = h.traced {
+        if let Some((b, e)) = h.traced.get() {
             let v = if h.traced_via == Via::Unknown {
                 h.via
             } else {
@@ -547,10 +556,13 @@ fn death_after(d: &IntMap<i32, Vec<(i64, i64)>>, tid: i32, ts: i64) -> Option<(i
 fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
     // per free hold: (folios dead before their insertion, folios, the add hold that inserted
     // the first of them, all from that one add hold)
-    let mut stats: IntMap<usize, (u32, u32, usize, bool)> = IntMap::default();
+    let mut stats: IntMap<u32, (u32, u32, u32, bool)> = IntMap::default();
     for f in faults {
         let Some(fi) = f.freed_in else { continue };
-        let dead_first = f.death.is_some_and(|(b, _)| b < holds[f.hold].first_ts);
+        let dead_first = f
+            .death
+            .get()
+            .is_some_and(|(b, _)| b < holds[f.hold as usize].first_ts);
         let s = stats.entry(fi).or_insert((0, 0, f.hold, true));
         s.0 += u32::from(dead_first);
         s.1 += 1;
@@ -564,6 +576,7 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
         .map(|(i, h)| prev.insert(h.cpu, i))
         .collect();
     for (&i, &(dead, n, ins, same)) in &stats {
+        let (i, ins) = (i as usize, ins as usize);
         let release = if has_discards {
             2 * dead > n && same
         } else {
@@ -580,7 +593,7 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
 fn zap_delay(holds: &[Hold], faults: &[Fault]) -> i64 {
     let mut first: IntMap<(i32, i64), i64> = IntMap::default();
     for f in faults {
-        let (Some(fi), Some((b, _))) = (f.freed_in, f.death) else {
+        let (Some(fi), Some((b, _))) = (f.freed_in.map(|i| i as usize), f.death.get()) else {
             continue;
         };
         if holds[fi].via != Via::Zap {
@@ -620,7 +633,7 @@ fn hold_for(
             pages: 0,
             first_ts: e.ts,
             last_ts: e.ts,
-            traced: None,
+            traced: MaybeSpan::NONE,
             trigger: Trigger::Explicit,
             last_fault: None,
             site,
@@ -632,7 +645,7 @@ fn hold_for(
             traced_via: Via::Unknown,
         });
         if let (Some((b, e2, v, _)), Some(h)) = (take_pending(pending, e.cpu), holds.last_mut()) {
-            h.traced = Some((b, e2));
+            h.traced = Some((b, e2)).into();
             h.traced_via = v;
         }
         cur.side = Some(side);
@@ -654,7 +667,7 @@ fn classify_triggers(holds: &mut [Hold], faults: &[Fault]) {
     for h in holds.iter_mut().filter(|h| h.side == Side::Add) {
         let last_large = h
             .last_fault
-            .and_then(|i| faults.get(i))
+            .and_then(|i| faults.get(i as usize))
             .is_some_and(|f| f.order > 0);
         h.trigger = if last_large {
             Trigger::Large
@@ -709,7 +722,15 @@ fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::free_holds_rule;
+    use super::{free_holds_rule, idx32, Fault, Hold};
+
+    #[test]
+    fn holds_and_faults_stay_small() {
+        // a 2 M-event capture keeps ~600 k of each through every replay
+        assert_eq!(std::mem::size_of::<Fault>(), 48);
+        assert_eq!(std::mem::size_of::<Hold>(), 64);
+        assert_eq!(idx32(613_000), 613_000);
+    }
 
     /// The first passes give the same on one thread and on two, on a capture with discarding
     /// calls (the bundled ones are below the size that takes two).
