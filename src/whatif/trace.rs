@@ -387,10 +387,10 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
                 let (_, name) = &all.events[s.event as usize];
                 let ev = Ev {
                     tracked: tracked[s.event as usize],
-                    line: s.line,
+                    line: s.line(),
                     ts_ns: Some(s.ts_ns),
                     ts_res_ns: 1,
-                    cpu: s.cpu,
+                    cpu: s.cpu(),
                     tid: s.tid,
                     name,
                     payload: all.payload_of(s),

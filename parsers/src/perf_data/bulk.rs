@@ -23,27 +23,49 @@ use super::abi::{
     PERF_RECORD_SAMPLE,
 };
 
-/// One sample, in the terms of [`crate::event::Event`].
+/// One sample, in the terms of [`crate::event::Event`], in 32 bytes (a 2 M-event file holds
+/// 2 M of them beside its own bytes; they were 48): the options are kept as values no sample
+/// has (a walk that meets one leaves the file to the record reader), and a sample's typed
+/// fields and payload text share one index, as an event has one or the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TypedSample {
-    /// 1-based rank among the file's samples in time order (`Event::line`).
-    pub line: u64,
     /// `PERF_SAMPLE_TIME`, ns.
     pub ts_ns: i64,
-    /// `PERF_SAMPLE_CPU`, when recorded.
-    pub cpu: Option<u32>,
+    /// 1-based rank among the file's samples in time order ([`TypedSample::line`]).
+    line: u32,
+    /// `PERF_SAMPLE_CPU`, [`NO_CPU`] when not recorded.
+    cpu: u32,
     /// `PERF_SAMPLE_TID`'s tid, -1 without it.
     pub tid: i32,
-    /// `PERF_SAMPLE_TID`'s pid.
-    pub pid: Option<i32>,
+    /// `PERF_SAMPLE_TID`'s pid, [`NO_PID`] without it.
+    pid: i32,
     /// Index of its event in [`TypedSamples::events`].
     pub event: u32,
-    /// Its typed fields: `TypedSamples::values[at..at + n]`, `n` the fields asked of its event
-    /// (none for an event not asked for).
-    pub at: u32,
-    /// Its payload text, for an event not asked for: index in [`TypedSamples::payloads`]
-    /// ([`NO_PAYLOAD`] for an event asked for, or one without a format).
-    pub payload: u32,
+    /// An event asked for: its typed fields start at `TypedSamples::values[slot]`. Another:
+    /// its payload text is `TypedSamples::payloads[slot]` ([`NO_PAYLOAD`]: none).
+    slot: u32,
+}
+
+/// [`TypedSample::cpu`] when the file has no CPU (a CPU number perf cannot record).
+const NO_CPU: u32 = u32::MAX;
+/// [`TypedSample::pid`] when the file has no pid (no task has it).
+const NO_PID: i32 = i32::MIN;
+
+impl TypedSample {
+    /// 1-based rank among the file's samples in time order (`Event::line`).
+    pub fn line(&self) -> u64 {
+        u64::from(self.line)
+    }
+
+    /// `PERF_SAMPLE_CPU`, when recorded.
+    pub fn cpu(&self) -> Option<u32> {
+        (self.cpu != NO_CPU).then_some(self.cpu)
+    }
+
+    /// `PERF_SAMPLE_TID`'s pid, when recorded.
+    pub fn pid(&self) -> Option<i32> {
+        (self.pid != NO_PID).then_some(self.pid)
+    }
 }
 
 /// [`TypedSample::payload`] of a sample without a payload text.
@@ -69,14 +91,20 @@ pub struct TypedSamples {
 impl TypedSamples {
     /// The typed fields of `s`.
     pub fn values_of(&self, s: &TypedSample) -> &[i64] {
+        if !self.typed[s.event as usize] {
+            return &[];
+        }
         let n = self.fields[s.event as usize] as usize;
-        &self.values[s.at as usize..s.at as usize + n]
+        &self.values[s.slot as usize..s.slot as usize + n]
     }
 
     /// The payload text of `s` (empty for a typed one).
     pub fn payload_of(&self, s: &TypedSample) -> &str {
+        if self.typed[s.event as usize] {
+            return "";
+        }
         self.payloads
-            .get(s.payload as usize)
+            .get(s.slot as usize)
             .map_or("", String::as_str)
     }
 }
@@ -143,17 +171,24 @@ pub(super) fn walk(
             PERF_RECORD_SAMPLE => {
                 let s = read_sample(body, sample_types, attr_of_id)?;
                 let ai = s.attr;
+                // a value kept for none, or more samples than a u32 line: the record reader's
+                if s.cpu == Some(NO_CPU)
+                    || s.pid == Some(NO_PID)
+                    || out.samples.len() >= u32::MAX as usize
+                {
+                    return None;
+                }
                 let mut ts = TypedSample {
                     line: 0,
                     ts_ns: s.time as i64,
-                    cpu: s.cpu,
+                    cpu: s.cpu.unwrap_or(NO_CPU),
                     tid: s.tid.unwrap_or(-1),
-                    pid: s.pid,
+                    pid: s.pid.unwrap_or(NO_PID),
                     event: u32::try_from(ai).ok()?,
-                    at: u32::try_from(out.values.len()).ok()?,
-                    payload: NO_PAYLOAD,
+                    slot: NO_PAYLOAD,
                 };
                 if plan.covers(ai) {
+                    ts.slot = u32::try_from(out.values.len()).ok()?;
                     // a field the format cannot give, or a payload too short for it: the
                     // record reader says which sample, in its words
                     plan.decode(ai, s.raw.unwrap_or(&[]), false, &mut vals)
@@ -174,7 +209,7 @@ pub(super) fn walk(
                         }
                     };
                     text.truncate(text.trim_end().len());
-                    ts.payload = u32::try_from(out.payloads.len()).ok()?;
+                    ts.slot = u32::try_from(out.payloads.len()).ok()?;
                     out.payloads.push(text);
                 }
                 out.samples.push(ts);
@@ -222,7 +257,8 @@ pub(super) fn walk(
 pub(super) fn order(out: &mut TypedSamples) {
     out.samples.sort_by_key(|s| s.ts_ns as u64);
     for (i, s) in out.samples.iter_mut().enumerate() {
-        s.line = i as u64 + 1;
+        // below u32::MAX: the walk leaves larger files to the record reader
+        s.line = i as u32 + 1;
     }
 }
 
@@ -291,6 +327,23 @@ mod tests {
     use crate::perf_data::tests::gunzip;
     use crate::perf_data::{Options, Reader};
 
+    #[test]
+    fn a_sample_is_32_bytes_and_its_options_read_back() {
+        assert_eq!(std::mem::size_of::<TypedSample>(), 32);
+        let mut s = TypedSample {
+            ts_ns: 5,
+            line: 7,
+            cpu: NO_CPU,
+            tid: -1,
+            pid: NO_PID,
+            event: 0,
+            slot: NO_PAYLOAD,
+        };
+        assert_eq!((s.line(), s.cpu(), s.pid()), (7, None, None));
+        (s.cpu, s.pid) = (0, -1);
+        assert_eq!((s.cpu(), s.pid()), (Some(0), Some(-1)));
+    }
+
     const WANT: [(&str, &[&str]); 4] = [
         ("mm_page_alloc", &["pfn", "order"]),
         ("mm_lru_insertion", &["pfn"]),
@@ -333,7 +386,7 @@ mod tests {
                 let (system, name) = &all.events[s.event as usize];
                 assert_eq!(
                     (e.line, e.ts_ns, e.cpu, e.tid, e.pid),
-                    (s.line, Some(s.ts_ns), s.cpu, s.tid, s.pid),
+                    (s.line(), Some(s.ts_ns), s.cpu(), s.tid, s.pid()),
                     "{path}"
                 );
                 assert_eq!((&e.system, &e.name), (system, name));
@@ -359,7 +412,7 @@ mod tests {
             .unwrap();
         let s = &all.samples[0];
         assert_eq!(
-            (s.line, s.ts_ns, s.cpu, s.tid),
+            (s.line(), s.ts_ns, s.cpu(), s.tid),
             (1, 11_637_240_356_491, Some(1), 24_435)
         );
         assert_eq!(all.events[s.event as usize].1, "mm_page_alloc");
