@@ -2,6 +2,7 @@
 //! file), and text tables for terminals and mail.
 
 pub mod ab_runs;
+mod dict_pages;
 pub mod flamegraph;
 pub mod formats;
 mod list_pages;

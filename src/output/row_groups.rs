@@ -65,15 +65,16 @@ pub fn encode(df: &DataFrame) -> Result<Encoded> {
             .zip(parquet.fields())
             .zip(encodings.iter())
         {
-            let leaves: Vec<Box<dyn Iterator<Item = _> + Send>> =
-                match super::list_pages::columns(array, ty, options) {
-                    Some(pages) => pages.map_err(ctx)?,
-                    None => array_to_columns(array, ty.clone(), options, enc)
-                        .map_err(ctx)?
-                        .into_iter()
-                        .map(|p| Box::new(p) as Box<dyn Iterator<Item = _> + Send>)
-                        .collect(),
-                };
+            let ours = super::list_pages::columns(array, ty, options)
+                .or_else(|| super::dict_pages::columns(array, ty, options, enc));
+            let leaves: Vec<Box<dyn Iterator<Item = _> + Send>> = match ours {
+                Some(pages) => pages.map_err(ctx)?,
+                None => array_to_columns(array, ty.clone(), options, enc)
+                    .map_err(ctx)?
+                    .into_iter()
+                    .map(|p| Box::new(p) as Box<dyn Iterator<Item = _> + Send>)
+                    .collect(),
+            };
             for pages in leaves {
                 // as polars' writer hands encoding errors to the compressor
                 let pages = pages.map(|r| {
@@ -189,6 +190,80 @@ pub(super) mod tests {
         }
         frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
         frames
+    }
+
+    /// The event tables (`events` and five typed ones) of the bundled tracepoint capture,
+    /// cut every 5000 rows.
+    pub(in crate::output) fn event_frames() -> Vec<DataFrame> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/replay/micro-16K-r1/script-ns.txt.gz"
+        );
+        let input = crate::input::open(path).unwrap();
+        let mut rd = lockcast_parsers::detect::Format::PerfScript
+            .open_events(input, &Default::default())
+            .unwrap();
+        let wanted = [
+            "events",
+            "contention_begin",
+            "contention_end",
+            "lru_insertion",
+        ]
+        .into_iter()
+        .chain(["page_alloc", "page_free"])
+        .map(|n| EventTable::from_name(n).unwrap())
+        .collect::<Vec<_>>();
+        let mut tables = EventTables::new(path, &wanted, false);
+        let mut frames = Vec::new();
+        while let Some(e) = rd.next_event().unwrap() {
+            tables.push(&e).unwrap();
+            if tables.rows() >= 5000 {
+                frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+            }
+        }
+        frames.extend(tables.take().unwrap().into_iter().map(|(_, df)| df));
+        frames
+    }
+
+    /// The tracepoint tables written with the dictionary shortcut, byte for byte the file
+    /// polars' writer makes of the same frames.
+    #[test]
+    fn event_row_groups_write_the_file_write_batch_writes() {
+        let frames = event_frames();
+        assert!(frames.len() > 6, "{} frames", frames.len());
+        let dir = tempfile::tempdir().unwrap();
+        let mut by_schema: Vec<(DataFrame, TableWriter, TableWriter)> = Vec::new();
+        for df in &frames {
+            let i = match by_schema
+                .iter()
+                .position(|(s, ..)| s.schema() == df.schema())
+            {
+                Some(i) => i,
+                None => {
+                    let n = by_schema.len();
+                    let a = TableWriter::new(
+                        &dir.path().join(format!("a{n}.parquet")),
+                        FileFormat::Parquet,
+                    );
+                    let b = TableWriter::new(
+                        &dir.path().join(format!("b{n}.parquet")),
+                        FileFormat::Parquet,
+                    );
+                    by_schema.push((df.clear(), a, b));
+                    n
+                }
+            };
+            let (_, a, b) = &mut by_schema[i];
+            a.write(df.clone()).unwrap();
+            b.write_encoded(encode(df).unwrap()).unwrap();
+        }
+        assert_eq!(by_schema.len(), 6);
+        for (n, (_, a, b)) in by_schema.into_iter().enumerate() {
+            assert_eq!(a.finish().unwrap(), b.finish().unwrap());
+            let a = std::fs::read(dir.path().join(format!("a{n}.parquet"))).unwrap();
+            let b = std::fs::read(dir.path().join(format!("b{n}.parquet"))).unwrap();
+            assert_eq!(a, b, "table {n}");
+        }
     }
 
     #[test]
