@@ -247,36 +247,34 @@ pub const MADV_HUGEPAGE: u32 = 14;
 /// A value runs to the next ` key=` (so values with spaces, like `next_comm=CPU 0/KVM`, stay
 /// whole); text before the first key is returned under the empty key.
 pub fn key_values(payload: &str) -> Vec<(&str, &str)> {
-    // one pair per `=` at most (and the text before the first key): one allocation
-    let mut out = Vec::with_capacity(memchr::memchr_iter(b'=', payload.as_bytes()).count() + 1);
     let bytes = payload.as_bytes();
+    // one pair per `=` at most (and the text before the first key); most payloads have fewer
+    // than eight, so one allocation
+    let mut out = Vec::with_capacity(8);
     // the key being read: (start, end) byte offsets of its name
     let mut open: Option<(usize, usize)> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let at_token = i == 0 || bytes[i - 1] == b' ' || bytes[i - 1] == b',';
-        if at_token {
-            let mut j = i;
-            while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
-                j += 1;
-            }
-            if j > i && j < bytes.len() && bytes[j] == b'=' {
-                match open {
-                    // a value runs to the next key
-                    Some((ks, ke)) => out.push((&payload[ks..ke], value(&payload[ke + 1..i]))),
-                    None => {
-                        let pre = payload[..i].trim();
-                        if !pre.is_empty() {
-                            out.push(("", pre));
-                        }
-                    }
+    // A key is a run of [A-Za-z0-9_] that starts a token (at 0 or after ' ' or ',') and ends
+    // at an `=`: found from each `=` backwards, so the bytes between keys are skipped by
+    // memchr instead of looked at one by one.
+    for ke in memchr::memchr_iter(b'=', bytes) {
+        let mut ks = ke;
+        while ks > 0 && (bytes[ks - 1].is_ascii_alphanumeric() || bytes[ks - 1] == b'_') {
+            ks -= 1;
+        }
+        if ks == ke || !(ks == 0 || bytes[ks - 1] == b' ' || bytes[ks - 1] == b',') {
+            continue;
+        }
+        match open {
+            // a value runs to the next key
+            Some((ps, pe)) => out.push((&payload[ps..pe], value(&payload[pe + 1..ks]))),
+            None => {
+                let pre = payload[..ks].trim();
+                if !pre.is_empty() {
+                    out.push(("", pre));
                 }
-                open = Some((i, j));
-                i = j + 1;
-                continue;
             }
         }
-        i += 1;
+        open = Some((ks, ke));
     }
     match open {
         Some((ks, ke)) => out.push((&payload[ks..ke], value(&payload[ke + 1..]))),
