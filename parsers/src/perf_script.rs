@@ -676,8 +676,8 @@ fn parse_header(s: &str, need_time: bool) -> Option<Header<'_>> {
         let Some(event) = event_field(ev_tok) else {
             continue;
         };
-        let rest = s.get(ev_start + ev_tok.len()..).unwrap_or("").trim();
-        let comm = s.get(..pid_start).unwrap_or("").trim();
+        let rest = trim(s.get(ev_start + ev_tok.len()..).unwrap_or(""));
+        let comm = trim(s.get(..pid_start).unwrap_or(""));
         return Some(Header {
             comm,
             pid,
@@ -742,18 +742,41 @@ fn cpu_field(tok: &str) -> Option<u32> {
 /// `666709.771979:` (secs.usecs) or `477.553530146:` (`--ns`), the whole token: seconds and
 /// 1 to 9 fraction digits.
 fn time_token(i: &str) -> Option<(&str, &str)> {
-    let (secs, frac) = i.strip_suffix(':')?.split_once('.')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-    (digits(secs) && digits(frac) && frac.len() <= 9).then_some((secs, frac))
+    // one pass over the bytes: this runs on a token of every header line, where
+    // `split_once` was a memchr call per token
+    let b = i.as_bytes();
+    let (&last, body) = b.split_last()?;
+    if last != b':' {
+        return None;
+    }
+    let secs = body.iter().take_while(|c| c.is_ascii_digit()).count();
+    let frac = body.get(secs + 1..)?;
+    let ok = secs > 0
+        && body.get(secs) == Some(&b'.')
+        && !frac.is_empty()
+        && frac.len() <= 9
+        && frac.iter().all(u8::is_ascii_digit);
+    // every byte up to `:` is ASCII here, so these offsets are char boundaries
+    if !ok {
+        return None;
+    }
+    Some((i.get(..secs)?, i.get(secs + 1..i.len() - 1)?))
+}
+
+/// The value of a run of ASCII digits, `None` past `i64::MAX` (what `str::parse` gives).
+fn digits_value(d: &str) -> Option<i64> {
+    d.bytes().try_fold(0i64, |v, c| {
+        v.checked_mul(10)?.checked_add(i64::from(c - b'0'))
+    })
 }
 
 /// Time token → (integer ns, resolution ns).
 fn time_field(tok: &str) -> Option<(i64, u32)> {
     let (secs, frac) = time_token(tok)?;
-    let secs: i64 = secs.parse().ok()?;
+    let secs = digits_value(secs)?;
     let digits = u32::try_from(frac.len()).ok()?;
     let res = 10u32.checked_pow(9u32.checked_sub(digits)?)?;
-    let frac: i64 = frac.parse().ok()?;
+    let frac = digits_value(frac)?;
     let ns = secs
         .checked_mul(1_000_000_000)?
         .checked_add(frac.checked_mul(i64::from(res))?)?;
@@ -763,7 +786,9 @@ fn time_field(tok: &str) -> Option<(i64, u32)> {
 /// An event token: ends with `:`, is not a time, has a name. Returns it without the final `:`.
 fn event_field(tok: &str) -> Option<&str> {
     let name = tok.strip_suffix(':')?;
-    if name.is_empty() || name.starts_with('[') || time_field(tok).is_some() {
+    // a time token starts with a digit; most event names do not, and skip its parse
+    let may_be_time = name.starts_with(|c: char| c.is_ascii_digit());
+    if name.is_empty() || name.starts_with('[') || (may_be_time && time_field(tok).is_some()) {
         return None;
     }
     Some(name)
@@ -772,14 +797,20 @@ fn event_field(tok: &str) -> Option<&str> {
 /// `lock:contention_begin` → (Some("lock"), "contention_begin"); `cycles:u` → (None, "cycles:u");
 /// `cpu-clock` → (None, "cpu-clock"); `mem:0x1000:rw` (breakpoint) → (None, ...).
 fn split_event(ev: &str) -> (Option<&str>, &str) {
-    let Some((sys, rest)) = ev.split_once(':') else {
+    // a short string: a byte loop beats `split_once`'s memchr call
+    let Some(colon) = ev.bytes().position(|b| b == b':') else {
         return (None, ev);
     };
-    let first = rest.split(':').next().unwrap_or("");
+    // `:` is ASCII, so both cuts are char boundaries
+    let (sys, rest) = (&ev[..colon], &ev[colon + 1..]);
+    let first = rest
+        .bytes()
+        .position(|b| b == b':')
+        .map_or(rest, |k| &rest[..k]);
     let is_modifiers = !first.is_empty() && first.chars().all(|c| MODIFIERS.contains(c));
     if sys.is_empty()
         || rest.is_empty()
-        || sys.contains('/')
+        || sys.bytes().any(|b| b == b'/')
         || is_modifiers
         || first.starts_with(|c: char| c.is_ascii_digit())
     {
@@ -1115,6 +1146,57 @@ mod tests {
             }
         }
         assert!(n > 1_900_000, "{n}");
+    }
+
+    /// `time_field` as it was written before the digits were read by hand: `str::parse`.
+    fn time_field_by_parse(tok: &str) -> Option<(i64, u32)> {
+        let (secs, frac) = grammar::time(tok)?;
+        let secs: i64 = secs.parse().ok()?;
+        let digits = u32::try_from(frac.len()).ok()?;
+        let res = 10u32.checked_pow(9u32.checked_sub(digits)?)?;
+        let frac: i64 = frac.parse().ok()?;
+        let ns = secs
+            .checked_mul(1_000_000_000)?
+            .checked_add(frac.checked_mul(i64::from(res))?)?;
+        Some((ns, res))
+    }
+
+    #[test]
+    fn time_fields_read_by_hand_are_those_str_parse_reads() {
+        // every seconds length around i64's and the ns product's overflow, each fraction length
+        let mut n = 0;
+        for secs in 0..=20 {
+            for lead in ["", "0", "9"] {
+                for frac in 0..=10 {
+                    for d in ['0', '5', '9'] {
+                        let s = format!(
+                            "{lead}{}.{}:",
+                            d.to_string().repeat(secs),
+                            d.to_string().repeat(frac)
+                        );
+                        assert_eq!(time_field(&s), time_field_by_parse(&s), "{s:?}");
+                        // the event matcher's shortcut: what it took before, checking all
+                        let before = s
+                            .strip_suffix(':')
+                            .filter(|n| !n.is_empty() && time_field_by_parse(&s).is_none());
+                        assert_eq!(event_field(&s), before, "{s:?}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        // 2^64 + 5 seconds: wraps to 5 in unchecked arithmetic, where `parse` says too large
+        for s in [
+            "9223372036.854775807:",
+            "9223372036.854775808:",
+            "9223372037.0:",
+            "18446744073709551621.0:",
+            "-1.5:",
+        ] {
+            assert_eq!(time_field(s), time_field_by_parse(s), "{s:?}");
+        }
+        assert_eq!(time_field("9223372036.854775807:"), Some((i64::MAX, 1)));
+        assert!(n > 2000);
     }
 
     #[test]
