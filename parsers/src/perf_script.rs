@@ -492,13 +492,16 @@ impl<'a> Header<'a> {
         // HW/SW samples without -g print `ip sym (dso)` on the header line: that is their stack.
         // So does a tracepoint recorded with `/call-graph=no/` in a session where other events
         // have call chains: the frame follows the payload and is not part of it.
-        let (payload, frame) = match (system, frame_ref(self.rest)) {
-            (None, Some((f, true))) => (self.rest, Some(f)),
-            (Some(_), _) => match split_trailing_frame(self.rest) {
+        // (a tracepoint's payload is not read as a frame: that was ~2% of a tracepoint text)
+        let (payload, frame) = match system {
+            None => match frame_ref(self.rest) {
+                Some((f, true)) => (self.rest, Some(f)),
+                _ => (self.rest, None),
+            },
+            Some(_) => match split_trailing_frame(self.rest) {
                 Some((p, f)) => (p, Some(f)),
                 None => (self.rest, None),
             },
-            _ => (self.rest, None),
         };
         Head {
             event: EventRef {
