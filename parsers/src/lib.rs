@@ -33,4 +33,7 @@ pub mod perf_report;
 pub mod perf_script;
 pub mod time;
 
+#[cfg(test)]
+mod test_strings;
+
 pub use error::{Diagnostic, Diagnostics, Error, LineError, Location};

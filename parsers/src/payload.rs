@@ -762,15 +762,9 @@ mod tests {
     fn key_values_splits_as_the_two_pass_reference() {
         // every string of up to 6 pieces from an alphabet of the separators and key shapes
         let parts = ["a", "k_1", "=", " ", ",", ", ", "0x1f", "=>", "é", "\t"];
-        let mut checked = 0;
-        let mut stack = vec![(String::new(), 0)];
-        while let Some((s, pieces)) = stack.pop() {
-            assert_eq!(key_values(&s), key_values_two_pass(&s), "{s:?}");
-            checked += 1;
-            if pieces < 6 {
-                stack.extend(parts.iter().map(|p| (format!("{s}{p}"), pieces + 1)));
-            }
-        }
+        let checked = crate::test_strings::each_string(&parts, 6, |s| {
+            assert_eq!(key_values(s), key_values_two_pass(s), "{s:?}");
+        });
         assert!(checked > 1_000_000, "{checked}");
     }
 

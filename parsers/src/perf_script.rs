@@ -807,15 +807,14 @@ fn time_token(i: &str) -> Option<(&str, &str)> {
     }
     let secs = body.iter().take_while(|c| c.is_ascii_digit()).count();
     let frac = body.get(secs + 1..)?;
-    let ok = secs > 0
-        && body.get(secs) == Some(&b'.')
-        && !frac.is_empty()
-        && frac.len() <= 9
-        && frac.iter().all(u8::is_ascii_digit);
-    // every byte up to `:` is ASCII here, so these offsets are char boundaries
-    if !ok {
+    if secs == 0
+        || body.get(secs) != Some(&b'.')
+        || !(1..=9).contains(&frac.len())
+        || !frac.iter().all(u8::is_ascii_digit)
+    {
         return None;
     }
+    // every byte up to `:` is ASCII here, so these offsets are char boundaries
     Some((i.get(..secs)?, i.get(secs + 1..i.len() - 1)?))
 }
 
@@ -938,7 +937,7 @@ fn parse_frame(s: &str) -> Option<(crate::event::Frame, bool)> {
 fn frame_ref(s: &str) -> Option<(FrameRef<'_>, bool)> {
     let t = trim(s);
     let b = t.as_bytes();
-    let i = b.iter().position(|&c| c == b' ' || c == b'\t');
+    let i = b.iter().position(|&c| is_sep(c));
     let (addr_s, rest) = match i {
         Some(i) => (b.get(..i)?, t.get(i..)?.trim_start()),
         None => (b, ""),
@@ -1009,30 +1008,43 @@ fn split_dso(rest: &str) -> (&str, Option<&str>) {
     if !rest.ends_with(')') {
         return (rest, None);
     }
-    let bytes = rest.as_bytes();
-    // The usual group has no parenthesis inside: its `(` is the last one, and no `)` lies
-    // between it and the end. The loop below finds the same `(` in that case; this skips its
-    // byte-by-byte walk over every frame's dso.
-    if let Some(open) = memchr::memrchr(b'(', bytes) {
-        let inner = bytes.get(open + 1..inner_end).unwrap_or(&[]);
-        if memchr::memchr(b')', inner).is_none() {
-            return dso_group(rest, open, inner_end);
-        }
+    match group_open(rest.as_bytes()) {
+        Some(open) => dso_group(rest, open, inner_end),
+        None => (rest, None),
     }
+}
+
+/// Where the parenthesised group closed by `b`'s last byte opens: walking back from the end,
+/// the `(` that brings the count of unmatched `)` to zero (the first `(` when none is open).
+fn group_open(b: &[u8]) -> Option<usize> {
+    // The usual group has no parenthesis inside: its `(` is the last one, and no `)` lies
+    // between it and the end, where the walk finds the same `(`; this skips walking every
+    // frame's dso byte by byte.
+    let open = memchr::memrchr(b'(', b)?;
+    let inner = b.get(open + 1..b.len().saturating_sub(1)).unwrap_or(&[]);
+    match memchr::memchr(b')', inner) {
+        None => Some(open),
+        Some(_) => group_open_by_walk(b),
+    }
+}
+
+/// [`group_open`] by counting parentheses back from the end (nested groups such as
+/// `(/usr/lib/x.so (deleted))`).
+fn group_open_by_walk(b: &[u8]) -> Option<usize> {
     let mut depth = 0u32;
-    for (i, &b) in bytes.iter().enumerate().rev() {
-        match b {
+    for (i, &c) in b.iter().enumerate().rev() {
+        match c {
             b')' => depth += 1,
             b'(' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return dso_group(rest, i, inner_end);
+                    return Some(i);
                 }
             }
             _ => {}
         }
     }
-    (rest, None)
+    None
 }
 
 /// [`split_dso`]'s answer once the group's `(` is found at `i`: it must start the text or
@@ -1069,6 +1081,7 @@ fn split_offset(sym: &str) -> (&str, Option<u64>) {
 mod tests {
     use super::*;
     use crate::event::Frame;
+    use crate::test_strings::each_string;
     use std::fs::File;
     use std::io::{BufReader, Read};
     use std::path::{Path, PathBuf};
@@ -1223,17 +1236,11 @@ mod tests {
             "123456789",
             "٣",
         ];
-        let mut stack = vec![(String::new(), 0)];
-        let mut n = 0;
-        while let Some((s, pieces)) = stack.pop() {
-            assert_eq!(pid_tid_token(&s), grammar::pid_tid(&s), "{s:?}");
-            assert_eq!(cpu_token(&s), grammar::cpu(&s), "{s:?}");
-            assert_eq!(time_token(&s), grammar::time(&s), "{s:?}");
-            n += 1;
-            if pieces < 6 {
-                stack.extend(parts.iter().map(|p| (format!("{s}{p}"), pieces + 1)));
-            }
-        }
+        let n = each_string(&parts, 6, |s| {
+            assert_eq!(pid_tid_token(s), grammar::pid_tid(s), "{s:?}");
+            assert_eq!(cpu_token(s), grammar::cpu(s), "{s:?}");
+            assert_eq!(time_token(s), grammar::time(s), "{s:?}");
+        });
         assert!(n > 1_900_000, "{n}");
     }
 
@@ -1288,48 +1295,25 @@ mod tests {
         assert!(n > 2000);
     }
 
-    /// `split_dso` as it was before its shortcut: the walk back from the end only.
-    fn split_dso_by_walk(rest: &str) -> (&str, Option<&str>) {
-        let Some(inner_end) = rest.len().checked_sub(1) else {
-            return (rest, None);
-        };
-        if !rest.ends_with(')') {
-            return (rest, None);
-        }
-        let mut depth = 0u32;
-        for (i, &b) in rest.as_bytes().iter().enumerate().rev() {
-            match b {
-                b')' => depth += 1,
-                b'(' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        return dso_group(rest, i, inner_end);
-                    }
-                }
-                _ => {}
-            }
-        }
-        (rest, None)
-    }
-
     #[test]
     fn dso_groups_found_by_the_shortcut_are_those_the_walk_finds() {
-        // every string of up to 7 of these pieces (~150 k): nested, unbalanced, empty groups
+        // every string of up to 7 of these pieces (~960 k): nested, unbalanced, empty groups
         let parts = ["(", ")", " ", "x", "é", "(a)", " (b c)"];
-        let mut stack = vec![(String::new(), 0)];
-        let mut n = 0;
-        while let Some((s, pieces)) = stack.pop() {
-            assert_eq!(split_dso(&s), split_dso_by_walk(&s), "{s:?}");
-            n += 1;
-            if pieces < 7 {
-                stack.extend(parts.iter().map(|p| (format!("{s}{p}"), pieces + 1)));
-            }
-        }
+        let n = each_string(&parts, 7, |s| {
+            let b = s.as_bytes();
+            assert_eq!(group_open(b), group_open_by_walk(b), "{s:?}");
+        });
         assert!(n > 900_000, "{n}");
         assert_eq!(
             split_dso("x+0x1 (/usr/lib/x.so (deleted))"),
             ("x+0x1", Some("/usr/lib/x.so (deleted)"))
         );
+        assert_eq!(
+            split_dso("main+0x1f ([kernel.kallsyms])"),
+            ("main+0x1f", Some("[kernel.kallsyms]"))
+        );
+        assert_eq!(split_dso("f(x) (a.so)"), ("f(x)", Some("a.so")));
+        assert_eq!(split_dso("f(a.so)"), ("f(a.so)", None));
     }
 
     #[test]
@@ -1342,27 +1326,18 @@ mod tests {
 
     #[test]
     fn word_scans_cut_tokens_where_a_byte_loop_does() {
-        // every string of up to 8 of these bytes (~2 M; spaces, TABs, a byte with the high
+        // every string of up to 8 of these pieces (~2 M; spaces, TABs, a character with the high
         // bit, bytes one off the separators), at each start offset
-        let parts: [&[u8]; 6] = [b" ", b"\t", b"x", b"\xc3\xa9", b"!", b"\x08"];
-        let mut stack = vec![(Vec::new(), 0)];
-        let mut n = 0;
-        while let Some((s, pieces)) = stack.pop() {
+        let parts = [" ", "\t", "x", "é", "!", "\u{8}"];
+        let n = each_string(&parts, 8, |s| {
+            let s = s.as_bytes();
             for i in 0..=s.len() {
                 let skip = i + s[i..].iter().take_while(|&&c| is_sep(c)).count();
                 let end = i + s[i..].iter().take_while(|&&c| !is_sep(c)).count();
-                assert_eq!(skip_seps(&s, i), skip, "{s:?} at {i}");
-                assert_eq!(next_sep(&s, i), end, "{s:?} at {i}");
+                assert_eq!(skip_seps(s, i), skip, "{s:?} at {i}");
+                assert_eq!(next_sep(s, i), end, "{s:?} at {i}");
             }
-            n += 1;
-            if pieces < 8 {
-                stack.extend(
-                    parts
-                        .iter()
-                        .map(|p| ([s.as_slice(), p].concat(), pieces + 1)),
-                );
-            }
-        }
+        });
         assert!(n > 1_900_000, "{n}");
     }
 
@@ -2642,13 +2617,8 @@ mod tests {
         }
         // and every string of up to 5 of these pieces (~37 k)
         let parts = [" ", "\t", "\u{b}", "\u{a0}", "x", "é", "\n", "\u{2003}"];
-        let mut stack = vec![(String::new(), 0)];
-        while let Some((s, pieces)) = stack.pop() {
-            assert_eq!(trim(&s), s.trim(), "{s:?}");
-            if pieces < 5 {
-                stack.extend(parts.iter().map(|p| (format!("{s}{p}"), pieces + 1)));
-            }
-        }
+        let n = each_string(&parts, 5, |s| assert_eq!(trim(s), s.trim(), "{s:?}"));
+        assert_eq!(n, 37_449);
     }
 
     #[test]
