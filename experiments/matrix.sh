@@ -74,7 +74,11 @@ if [ $LIST = yes ]; then
 fi
 
 [ "$(id -u)" = 0 ] || { echo "$PROG: run as root (perf record, trace-cmd and mTHP sysfs need it)" >&2; exit 2; }
-for t in perf cc trace-cmd; do command -v $t >/dev/null || { echo "$PROG: $t not found (Debian: apt-get install linux-perf trace-cmd)" >&2; exit 2; }; done
+# trace-cmd only for the tracecmd rows, so a selection of the others runs where it is missing
+need=(perf cc)
+selected=$(rows | while read -r w s t g l a rc r; do name "$w" "$s" "$t" "$g" "$l" "$a" "$rc" "$r"; done | grep -E -- "$ONLY" || true)
+case "$selected" in *-tracecmd-*) need+=(trace-cmd) ;; esac
+for t in "${need[@]}"; do command -v "$t" >/dev/null || { echo "$PROG: $t not found (Debian: apt-get install linux-perf trace-cmd)" >&2; exit 2; }; done
 if [ -z "$LOCKCAST" ]; then
   for p in "${CARGO_TARGET_DIR:-$repo/target}/release/lockcast" "$repo/target/release/lockcast"; do
     [ -x "$p" ] && { LOCKCAST=$p; break; }
