@@ -845,9 +845,8 @@ fn ols(p: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// A bootstrap replicate: every sample vector resampled with replacement.
 pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
     fn pick<T: Clone>(v: &[T], rng: &mut crate::stats::Rng) -> Vec<T> {
-        (0..v.len())
-            .map(|_| v[rng.below(v.len())].clone())
-            .collect()
+        let below = crate::stats::Below::new(v.len());
+        (0..v.len()).map(|_| v[below.draw(rng)].clone()).collect()
     }
     Samples {
         add_spacing: pick(&s.add_spacing, rng),
