@@ -457,8 +457,8 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .collect();
     // What the replicates replay: the whole capture, or on a large one a sample of time
     // windows whose answers are scaled to the whole by the windows' own point estimates
-    // (`sample`); a sample that misses a metric the whole capture has (contention only in
-    // bursts between the windows) is dropped for the whole.
+    // (`sample`); a sample that misses one of the interval's metrics the whole capture has
+    // (contention only in bursts between the windows) is dropped for the whole.
     let win_layouts: Vec<intents::Layout> = win_recs
         .iter()
         .flatten()
