@@ -265,6 +265,9 @@ pub struct EngineOpts {
     /// time windows (one in each eighth of the run) holding about N of them, scaled to the
     /// whole capture by the windows' own point estimates; the point estimates and the
     /// sensitivity rows always replay the whole. 0: the whole capture every time (slower).
+    /// Measured against 0 on 12 captures (README "What-if speed"): the interval's ends lie a
+    /// median 0.2 of its width from the whole run's (at most 1.4), and it is 0.2 to 2.4 times as
+    /// wide, so it can claim more precision than the whole run has.
     #[arg(long, value_name = "N", default_value_t = lockcast::whatif::DEFAULT_SAMPLE)]
     pub sample: usize,
     /// Quantile of waiters' arrival offsets after the holder's insertion taken as the end of
