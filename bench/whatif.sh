@@ -3,7 +3,7 @@
 # side in one run (REPEATS rounds, default 3, the commands alternating, page cache warm;
 # medians and ratios):
 #   (a) per capture: `lockcast report CAPTURE`, `lockcast whatif POLICY CAPTURE` (its default
-#       200-replicate interval) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
+#       interval: up to 200 replicates, fewer by its stopping rule) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
 #   (b) with --base PATH (an older lockcast build): its report, whatif and --bootstrap 0 in the same rounds,
 #       and the ratio old / new;
 #   (c) peak RSS of whatif per capture (GNU time, one extra run), and whatif's median CPU time
