@@ -64,6 +64,7 @@
 
 mod abi;
 mod bulk;
+mod bytes;
 mod compact;
 pub mod kallsyms;
 pub mod print_fmt;
@@ -179,7 +180,7 @@ struct State {
 /// The whole file in memory, read by the record reader's cursor and by
 /// [`Reader::typed_samples`].
 #[derive(Clone)]
-struct Shared(std::sync::Arc<Vec<u8>>);
+struct Shared(std::sync::Arc<bytes::Bytes>);
 
 impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
@@ -219,9 +220,23 @@ struct Ctx {
     typed_last: bool,
 }
 
+/// Where the file's bytes come from.
+enum Input<'a> {
+    Stream(Box<dyn BufRead + Send + 'a>),
+    /// A plain file: mapped ([`bytes::Bytes::map`]), else read.
+    File(std::fs::File),
+}
+
+/// All of `input`.
+fn read_all(mut input: impl Read) -> Result<Vec<u8>, Error> {
+    let mut buf = Vec::new();
+    input.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// Streaming reader of perf.data events.
 pub struct Reader<'a> {
-    input: Option<Box<dyn BufRead + Send + 'a>>,
+    input: Option<Input<'a>>,
     opts: Options,
     state: Option<State>,
     diagnostics: Diagnostics,
@@ -246,6 +261,16 @@ impl<'a> Reader<'a> {
 
     /// [`Reader::new`] with perf.data options.
     pub fn with_options(input: Box<dyn BufRead + Send + 'a>, opts: Options) -> Self {
+        Self::from_input(Input::Stream(input), opts)
+    }
+
+    /// [`Reader::with_options`] on a plain (uncompressed) perf.data file, mapped rather than
+    /// read into memory when the system allows (the same records, without a copy of the file).
+    pub fn from_file(file: std::fs::File, opts: Options) -> Self {
+        Self::from_input(Input::File(file), opts)
+    }
+
+    fn from_input(input: Input<'a>, opts: Options) -> Self {
         Reader {
             input: Some(input),
             opts,
@@ -446,10 +471,19 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn open(&mut self, mut input: Box<dyn BufRead + Send + 'a>) -> Result<State, Error> {
-        let mut buf = Vec::new();
-        input.read_to_end(&mut buf)?;
-        drop(input);
+    fn open(&mut self, input: Input<'a>) -> Result<State, Error> {
+        let mut buf = match input {
+            Input::File(f) => match bytes::Bytes::map(&f) {
+                Some(b) => b,
+                None => {
+                    // from the start, whatever the caller read of it
+                    let mut f = f;
+                    std::io::Seek::rewind(&mut f)?;
+                    bytes::Bytes::Owned(read_all(std::io::BufReader::new(f))?)
+                }
+            },
+            Input::Stream(r) => bytes::Bytes::Owned(read_all(r)?),
+        };
         let lenient = self.opts.common.lenient;
         let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
         // samples of events not asked for: out of the buffer before the record reader sorts
@@ -854,7 +888,7 @@ fn u64_at(b: &[u8], i: usize) -> Option<u64> {
 /// Check the header and every record's framing; in lenient mode cut a file cut short back to
 /// its last whole record (patching the header in `buf`). Pipe mode: take the tracing data (which
 /// follows its record outside the record's size) out of the stream.
-fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
+fn check(buf: &mut bytes::Bytes, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
     let len = buf.len() as u64;
     if buf.len() < 16 {
         return Err(binary(
@@ -875,7 +909,7 @@ fn check(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Ch
     }
     let hsize = u64_at(buf, 8).unwrap_or(0);
     if hsize == PIPE_HEADER_LEN {
-        return check_pipe(buf, lenient, diags);
+        return check_pipe(buf.owned(), lenient, diags);
     }
     if buf.len() < FILE_HEADER_LEN || hsize < FILE_HEADER_LEN as u64 {
         return Err(binary(

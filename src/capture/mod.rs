@@ -125,7 +125,19 @@ impl Opened {
                     .map_err(|e| Error::parse(&path, e))?,
             ),
             Content::Events if self.format == Format::PerfData => {
-                Capture::Events(Box::new(perf_data_reader(self.reader, &self.opts)?))
+                let rd = match plain_perf_data(&path) {
+                    Some(file) => {
+                        // mapped, not read: nothing to show progress over
+                        if let Some(pb) = &self.progress {
+                            pb.finish_and_clear();
+                        }
+                        perf_data::Reader::from_file(file, perf_data_options(&self.opts)?)
+                    }
+                    None => {
+                        perf_data::Reader::with_options(self.reader, perf_data_options(&self.opts)?)
+                    }
+                };
+                Capture::Events(Box::new(rd))
             }
             Content::Events => {
                 let rd = self.format.open_events(self.reader, &ro).ok_or_else(|| {
@@ -157,11 +169,24 @@ impl Opened {
     }
 }
 
-/// The perf.data reader, with the `--kallsyms` table when one is given.
-fn perf_data_reader(
-    reader: Box<dyn BufRead + Send>,
-    opts: &OpenOptions,
-) -> Result<perf_data::Reader<'static>> {
+/// `path` as a plain (uncompressed) perf.data file, which the reader maps instead of reading;
+/// `None` for standard input, a compressed file or anything else (read as a stream).
+fn plain_perf_data(path: &str) -> Option<std::fs::File> {
+    use std::io::Read;
+    if path == "-" {
+        return None;
+    }
+    let mut f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut magic = [0u8; 8];
+    f.read_exact(&mut magic).ok()?;
+    (&magic == b"PERFILE2").then_some(f)
+}
+
+/// The perf.data reader's options, with the `--kallsyms` table when one is given.
+fn perf_data_options(opts: &OpenOptions) -> Result<perf_data::Options> {
     let mut o = perf_data::Options {
         common: opts.reader(),
         ..perf_data::Options::default()
@@ -181,7 +206,7 @@ fn perf_data_reader(
         o.kallsyms = Some(k);
         o.kallsyms_from = Some(name);
     }
-    Ok(perf_data::Reader::with_options(reader, o))
+    Ok(o)
 }
 
 /// Names of the formats that hold events.
