@@ -449,6 +449,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     // longer run are those of a run of n.
     let mut rng = crate::stats::Rng::new(o.seed);
     let skip = crate::stats::Skip::new(calibrate::resample_draws(&samples) as u64);
+    let for_fit = calibrate::ForFit::new(&samples);
     let alt_points: Vec<Metrics> = points[2..].iter().map(|p| p.0.total).collect();
     // The whole capture's point estimates, in `all`'s order.
     let full_points: Vec<Metrics> = [replayed, predicted]
@@ -565,7 +566,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             .collect();
         let got = par_map_pooled(n, &mut pool, worker, |j, w| {
             let mut r = starts[j].clone();
-            let c = calibrate::fit(&calibrate::resample(&samples, &mut r), o.post_quantile);
+            let c = calibrate::fit(&for_fit.resample(&samples, &mut r), o.post_quantile);
             let m = eval(&c, &all, observation, w);
             bar.inc(all.len() as u64);
             m
