@@ -99,21 +99,36 @@ impl InputSpec {
 /// A progress bar (hidden unless stderr is a terminal and the file is larger than 64 MiB)
 /// follows the compressed bytes read.
 pub fn open(path: &str) -> Result<Box<dyn BufRead + Send>> {
-    open_with_progress(path).map(|(r, _)| r)
+    open_with_progress(path).map(|s| s.reader)
+}
+
+/// An input as [`open_with_progress`] opened it.
+pub struct Source {
+    /// The decompressed bytes.
+    pub reader: Box<dyn BufRead + Send>,
+    /// The progress bar, when one is shown.
+    pub progress: Option<ProgressBar>,
+    /// The file itself when it is a regular file read as it is (neither compressed nor
+    /// standard input), for a reader that maps it instead of reading it (perf.data).
+    pub plain: Option<File>,
 }
 
 /// [`open`], also returning the progress bar (when one is shown) so the caller can report
-/// events/s in its message and clear it at the end.
-pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option<ProgressBar>)> {
-    let (raw, len): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
-        (Box::new(stdin_copy()?), None)
+/// events/s in its message and clear it at the end, and the plain file.
+pub fn open_with_progress(path: &str) -> Result<Source> {
+    let (raw, len, plain): (Box<dyn Read + Send>, Option<u64>, Option<File>) = if path == "-" {
+        (Box::new(stdin_copy()?), None, None)
     } else {
         if std::path::Path::new(path).is_dir() {
             return Err(no_capture_in(path));
         }
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = f.metadata().ok().map(|m| m.len());
-        (Box::new(f), len)
+        let meta = f.metadata().ok();
+        let plain = meta
+            .as_ref()
+            .filter(|m| m.is_file())
+            .and_then(|_| f.try_clone().ok());
+        (Box::new(f), meta.map(|m| m.len()), plain)
     };
     let pb = progress_bar(path, len);
     let raw: Box<dyn Read + Send> = match &pb {
@@ -122,18 +137,21 @@ pub fn open_with_progress(path: &str) -> Result<(Box<dyn BufRead + Send>, Option
     };
     let mut buf = BufReader::with_capacity(BUF_SIZE, raw);
     let magic = buf.fill_buf().map_err(|e| Error::io(path, e))?;
-    if magic.starts_with(&[0x1f, 0x8b]) {
+    let (reader, plain): (Box<dyn BufRead + Send>, _) = if magic.starts_with(&[0x1f, 0x8b]) {
         let dec = Named("gzip", flate2::bufread::MultiGzDecoder::new(buf));
-        Ok((Box::new(BufReader::with_capacity(BUF_SIZE, dec)), pb))
+        (Box::new(BufReader::with_capacity(BUF_SIZE, dec)), None)
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         let dec = zstd::stream::read::Decoder::with_buffer(buf).map_err(|e| Error::io(path, e))?;
-        Ok((
-            Box::new(BufReader::with_capacity(BUF_SIZE, Named("zstd", dec))),
-            pb,
-        ))
+        let dec = Named("zstd", dec);
+        (Box::new(BufReader::with_capacity(BUF_SIZE, dec)), None)
     } else {
-        Ok((Box::new(buf), pb))
-    }
+        (Box::new(buf), plain)
+    };
+    Ok(Source {
+        reader,
+        progress: pb,
+        plain,
+    })
 }
 
 /// Standard input, from a copy: it can be read only once, and a command may read an input

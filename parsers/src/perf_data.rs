@@ -479,7 +479,7 @@ impl<'a> Reader<'a> {
                     // from the start, whatever the caller read of it
                     let mut f = f;
                     std::io::Seek::rewind(&mut f)?;
-                    bytes::Bytes::Owned(read_all(std::io::BufReader::new(f))?)
+                    bytes::Bytes::Owned(read_all(f)?)
                 }
             },
             Input::Stream(r) => bytes::Bytes::Owned(read_all(r)?),

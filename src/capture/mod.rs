@@ -58,6 +58,8 @@ pub struct Opened {
     pub reader: Box<dyn BufRead + Send>,
     /// Progress over the compressed bytes (shown for large files on a terminal).
     pub progress: Option<ProgressBar>,
+    /// The file itself when it is read uncompressed ([`input::Source::plain`]).
+    pub plain: Option<std::fs::File>,
     /// Options it was opened with.
     pub opts: OpenOptions,
 }
@@ -75,7 +77,11 @@ pub enum Capture {
 /// Open `spec` and tell its format. An input whose format cannot be told is an error naming
 /// the formats tried and `--input-format`.
 pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
-    let (mut reader, progress) = input::open_with_progress(&spec.path)?;
+    let input::Source {
+        mut reader,
+        progress,
+        plain,
+    } = input::open_with_progress(&spec.path)?;
     let format = match opts.format {
         Some(f) => f,
         None => {
@@ -91,6 +97,7 @@ pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
         format,
         reader,
         progress,
+        plain,
         opts: opts.clone(),
     })
 }
@@ -125,17 +132,16 @@ impl Opened {
                     .map_err(|e| Error::parse(&path, e))?,
             ),
             Content::Events if self.format == Format::PerfData => {
-                let rd = match plain_perf_data(&path) {
+                let o = perf_data_options(&self.opts)?;
+                let rd = match self.plain {
                     Some(file) => {
                         // mapped, not read: nothing to show progress over
                         if let Some(pb) = &self.progress {
                             pb.finish_and_clear();
                         }
-                        perf_data::Reader::from_file(file, perf_data_options(&self.opts)?)
+                        perf_data::Reader::from_file(file, o)
                     }
-                    None => {
-                        perf_data::Reader::with_options(self.reader, perf_data_options(&self.opts)?)
-                    }
+                    None => perf_data::Reader::with_options(self.reader, o),
                 };
                 Capture::Events(Box::new(rd))
             }
@@ -167,22 +173,6 @@ impl Opened {
             ))),
         }
     }
-}
-
-/// `path` as a plain (uncompressed) perf.data file, which the reader maps instead of reading;
-/// `None` for standard input, a compressed file or anything else (read as a stream).
-fn plain_perf_data(path: &str) -> Option<std::fs::File> {
-    use std::io::Read;
-    if path == "-" {
-        return None;
-    }
-    let mut f = std::fs::File::open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut magic = [0u8; 8];
-    f.read_exact(&mut magic).ok()?;
-    (&magic == b"PERFILE2").then_some(f)
 }
 
 /// The perf.data reader's options, with the `--kallsyms` table when one is given.

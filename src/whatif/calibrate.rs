@@ -842,7 +842,9 @@ fn ols(p: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((my - b * mx, b))
 }
 
-/// A bootstrap replicate: every sample vector resampled with replacement.
+/// A bootstrap replicate: every sample vector resampled with replacement (the definition
+/// [`ForFit::resample`] is held to; the replicates use that).
+#[cfg(test)]
 pub fn resample(s: &Samples, rng: &mut crate::stats::Rng) -> Samples {
     resample_with(s, rng, None)
 }

@@ -2,8 +2,8 @@
 //! file), or a plain file mapped copy-on-write.
 //!
 //! Why map: reading a file into a `Vec` costs a fresh zeroed page and a copy out of the page
-//! cache per 4 KiB, about 30 ms for a 60 MiB recording and 85 ms for 190 MiB on the 2-CPU VMs
-//! this is measured on, most of what `report` spends on such a file. A private mapping reads the
+//! cache per 4 KiB, about 30 ms for a 60 MiB recording and 85 ms for 188 MiB on the 2-CPU VMs
+//! this is measured on (a third of what `report` spent on the 60 MiB one). A private mapping reads the
 //! page cache in place; the few writes the reader makes (the header of a file cut short, the
 //! samples moved down by [`super::compact::drop_samples`]) copy only the pages they touch, and
 //! never reach the file.
@@ -29,9 +29,9 @@ impl Bytes {
         }
         // SAFETY: a private mapping; lockcast's own writes never reach the file. What the
         // mapping cannot guard against is another process truncating the file while it is
-        // read (SIGBUS on the lost pages), the trade every mapping reader (ripgrep, perf
-        // itself) makes; a recording being appended to is safe (the mapping ends where the
-        // file ended when it was opened).
+        // read (SIGBUS on the lost pages), the trade any reader that maps its input makes; a
+        // recording being appended to is safe (the mapping ends where the file ended when it
+        // was mapped).
         let map = unsafe { memmap2::MmapOptions::new().map_copy(file) }.ok()?;
         let len = map.len();
         Some(Bytes::Mapped { map, len })
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_mapped_file_reads_as_the_file_and_its_writes_stay_in_memory() {
-        let mut f = tempfile_in_target();
+        let mut f = temp_file();
         f.1.write_all(b"PERFILE2 and the rest").unwrap();
         f.1.flush().unwrap();
         let file = std::fs::File::open(&f.0).unwrap();
@@ -102,14 +102,14 @@ mod tests {
 
     #[test]
     fn an_empty_file_is_read_not_mapped() {
-        let f = tempfile_in_target();
+        let f = temp_file();
         let file = std::fs::File::open(&f.0).unwrap();
         assert!(Bytes::map(&file).is_none());
         std::fs::remove_file(&f.0).unwrap();
     }
 
     /// A fresh file under the system's temporary directory.
-    fn tempfile_in_target() -> (std::path::PathBuf, std::fs::File) {
+    fn temp_file() -> (std::path::PathBuf, std::fs::File) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let p = std::env::temp_dir().join(format!(
