@@ -32,6 +32,24 @@ pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
     Some(a + (b - a) * (pos - lo as f64))
 }
 
+/// [`median`] of integer samples, the same value as of them as floats, found in place (no
+/// copy, and integer comparisons): for ns vectors of a whole capture's size.
+pub fn median_int(v: &mut [i64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let pos = 0.5 * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let (_, &mut a, right) = v.select_nth_unstable(lo);
+    let b = if hi == lo {
+        a
+    } else {
+        right.iter().copied().min().unwrap_or(a)
+    };
+    let (a, b) = (a as f64, b as f64);
+    Some(a + (b - a) * (pos - lo as f64))
+}
+
 /// The upper median of integer samples (an element of the data, never a mean of two): for
 /// durations that must be one of the measured ones. 0 for no data.
 pub fn upper_median(v: &[i64]) -> i64 {
@@ -178,6 +196,33 @@ impl Skip {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-place integer median is the float median of the same values, odd and even
+    /// counts, with repeats, and of the extremes a ns gap can take.
+    #[test]
+    fn median_int_is_the_float_median() {
+        let mut rng = Rng::new(11);
+        for n in [1usize, 2, 3, 4, 5, 10, 11, 1000, 1001] {
+            for spread in [3u64, 1_000_000] {
+                let v: Vec<i64> = (0..n)
+                    .map(|_| rng.below(spread as usize) as i64 - 1)
+                    .collect();
+                let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+                assert_eq!(
+                    median_int(&mut v.clone()),
+                    median(&f),
+                    "n={n} spread={spread}"
+                );
+            }
+        }
+        assert_eq!(median_int(&mut []), None);
+        assert_eq!(median_int(&mut [1, 2]), Some(1.5));
+        let big = 1i64 << 52;
+        assert_eq!(
+            median_int(&mut [big, big + 1]),
+            median(&[big as f64, (big + 1) as f64])
+        );
+    }
 
     #[test]
     fn same_seed_same_sequence_and_in_range() {

@@ -272,7 +272,7 @@ fn was_recorded(t: &Trace, event: &str) -> bool {
 /// (count, traced waits on the lock).
 pub fn uncovered_waits(t: &Trace, lock: u32) -> (u64, u64) {
     // CPU → a wait on the lock ended there and its hold has not shown yet
-    let mut open: super::IntMap<u32, bool> = Default::default();
+    let mut open: super::CpuMap<bool> = Default::default();
     // tasks inside madvise(MADV_FREE): their waits are for lazyfree holds, which the replay
     // rebuilds from the call (super::lazyfree) though nothing follows them
     let mut in_lazy: super::IntSet<i32> = Default::default();
@@ -285,7 +285,7 @@ pub fn uncovered_waits(t: &Trace, lock: u32) -> (u64, u64) {
                 in_lazy.remove(&e.tid);
             }
         }
-        let awaiting = open.get(&e.cpu).copied().unwrap_or(false);
+        let awaiting = open.get(e.cpu).copied().unwrap_or(false);
         match e.kind {
             Kind::Begin { lock: l, .. } | Kind::End { lock: l } if l != lock => continue,
             Kind::Begin { .. } => {

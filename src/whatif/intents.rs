@@ -603,20 +603,24 @@ impl<'a> Layout<'a> {
 /// `q.partition_point(|&x| x < t)` (`q` sorted), walking from the previous answer `at` a few
 /// steps first: consecutive instants of one kind are close in time, so this is usually O(1).
 fn seek(q: &[i64], t: i64, at: &mut usize) -> usize {
-    let mut k = (*at).min(q.len());
+    *at = seek_partition(q, *at, |&x| x < t);
+    *at
+}
+
+/// `v.partition_point(pred)` (`v` partitioned by `pred`), found by walking a few steps from
+/// `at` (a previous answer) before the binary search: for a run of queries in near order.
+pub(crate) fn seek_partition<T>(v: &[T], at: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let mut k = at.min(v.len());
     for _ in 0..8 {
-        if k > 0 && q[k - 1] >= t {
+        if k > 0 && !pred(&v[k - 1]) {
             k -= 1;
-        } else if k < q.len() && q[k] < t {
+        } else if k < v.len() && pred(&v[k]) {
             k += 1;
         } else {
-            *at = k;
             return k;
         }
     }
-    k = q.partition_point(|&x| x < t);
-    *at = k;
-    k
+    v.partition_point(pred)
 }
 
 /// Sort `v` by a key that is unique per element (so the result is one order whatever the
@@ -744,19 +748,7 @@ fn rank(i: &Intent) -> u8 {
 /// statistics, so the same value: the delays are integers well inside f64's exact range, and
 /// integer comparisons select faster than `f64::total_cmp`); reorders `v`.
 fn median_of(v: &mut [i64]) -> Option<i64> {
-    if v.is_empty() {
-        return None;
-    }
-    let pos = 0.5 * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    let (_, &mut a, right) = v.select_nth_unstable(lo);
-    let b = if hi == lo {
-        a
-    } else {
-        right.iter().copied().min().unwrap_or(a)
-    };
-    let (a, b) = (a as f64, b as f64);
-    Some((a + (b - a) * (pos - lo as f64)).round() as i64)
+    crate::stats::median_int(v).map(|m| m.round() as i64)
 }
 
 #[cfg(test)]

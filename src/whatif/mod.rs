@@ -30,6 +30,9 @@ pub mod trace;
 pub mod verdict;
 pub mod work;
 
+mod cpu_map;
+pub(crate) use cpu_map::CpuMap;
+
 use std::collections::BTreeMap;
 
 /// A map keyed by CPU, tid, pfn, lock address or index, as the trace reading, reconstruction,
