@@ -32,7 +32,7 @@
 //!   traced wait: the mean wait of waiters after the holder's last insertion that the release
 //!   did not hold up (the mean, so that the replay's floor-bound waits sum right).
 
-use super::IntMap;
+use super::{CpuMap, IntMap};
 
 use super::reconstruct::{Reconstruction, Side, Trigger};
 use super::trace::{Kind, Trace};
@@ -428,8 +428,10 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
             .map(|h| (h.cpu, h.last_ts)),
     );
     let mut last_insert: IntMap<u32, i64> = IntMap::default();
-    let mut last_kind_insert: IntMap<u32, bool> = IntMap::default();
-    let mut begin: IntMap<u32, i64> = IntMap::default();
+    // per CPU, looked up per event (last_insert is walked whole, so it stays a map: its
+    // order decides between equal times)
+    let mut last_kind_insert: CpuMap<bool> = CpuMap::default();
+    let mut begin: CpuMap<i64> = CpuMap::default();
     for e in &t.events {
         if track_lazy {
             // any event of a CPU but the grant of one of its lazyfree holds ends that hold
@@ -468,11 +470,13 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 // A holder that asks again right after its drain (to relock for the folios
                 // that died on its batch) still ended its hold at its last insertion: keep it
                 // visible to the waiter's contention_end.
-                last_kind_insert.entry(e.cpu).or_insert(false);
+                if last_kind_insert.get(e.cpu).is_none() {
+                    last_kind_insert.insert(e.cpu, false);
+                }
             }
             Kind::End { lock: l } if l == lock => {
                 last_kind_insert.insert(e.cpu, false);
-                let Some(b) = begin.remove(&e.cpu) else {
+                let Some(b) = begin.remove(e.cpu) else {
                     continue;
                 };
                 if let Some(g) = track_lazy.then(|| lazy_holder.remove(&e.cpu)).flatten() {
@@ -486,7 +490,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                         **c != e.cpu
                             && **ts <= b
                             && b - **ts < NEAR
-                            && last_kind_insert.get(c) == Some(&true)
+                            && last_kind_insert.get(**c) == Some(&true)
                     })
                     .map(|(_, ts)| *ts)
                     .max();
@@ -495,7 +499,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                     let late = last_insert
                         .iter()
                         .filter(|(c, ts)| {
-                            **c != e.cpu && **ts <= b && last_kind_insert.get(c) == Some(&true)
+                            **c != e.cpu && **ts <= b && last_kind_insert.get(**c) == Some(&true)
                         })
                         .max_by_key(|(_, ts)| **ts);
                     if let Some((&c, &li)) = late {

@@ -51,6 +51,14 @@ impl<V> CpuMap<V> {
         }
     }
 
+    /// Takes the CPU's value out.
+    pub(crate) fn remove(&mut self, cpu: u32) -> Option<V> {
+        match cpu < DENSE {
+            true => self.dense.get_mut(cpu as usize).and_then(Option::take),
+            false => self.rest.remove(&cpu),
+        }
+    }
+
     /// The CPU's value, a default one put in first when it has none.
     pub(crate) fn or_default(&mut self, cpu: u32) -> &mut V
     where
@@ -91,7 +99,7 @@ mod tests {
         let cpus = [0, 1, 2, 63, DENSE - 1, DENSE, DENSE + 1, 100_000, u32::MAX];
         for i in 0..5000u64 {
             let cpu = cpus[rng.below(cpus.len())];
-            match rng.below(4) {
+            match rng.below(5) {
                 0 => assert_eq!(m.insert(cpu, i), h.insert(cpu, i), "insert {cpu}"),
                 1 => {
                     *m.or_default(cpu) += i;
@@ -103,6 +111,7 @@ mod tests {
                         *b ^= i;
                     }
                 }
+                3 => assert_eq!(m.remove(cpu), h.remove(&cpu), "remove {cpu}"),
                 _ => assert_eq!(m.get(cpu), h.get(&cpu), "get {cpu}"),
             }
         }
