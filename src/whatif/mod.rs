@@ -388,56 +388,108 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let pair: [&dyn Policy; 2] = [&baseline, policy];
     // Each row is one answer, read on its own: replayed on the whole capture even when the
     // replicates were sampled (a sample's few-% noise is small beside an interval's width but
-    // not beside a row's shift). The rows that re-time the intents start on the other CPU
-    // while this thread builds the point estimates.
+    // not beside a row's shift).
     let whole = [&layout];
     let (retimed, replay_only): (Vec<usize>, Vec<usize>) = (0..variants_cal.len())
         .partition(|&j| !calibrate::HoldTable::same_timing(&variants_cal[j].1, &cal));
-    let (point, retimed_rows) = par_map_lead(
-        retimed.len(),
+    // Where the replicates may replay a sample of windows and the calibration stalls, the
+    // point's replays list their traced waits, where each replicate's calibration draws its
+    // stalls.
+    let list_traced = win_recs.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty();
+    // The rows that keep the point's timing (its intents and requests, only replayed under
+    // their calibration) and the other observation's row: two replays each.
+    let other_obs: Vec<Observation> = [Observation::Paravirt, Observation::BareMetal]
+        .into_iter()
+        .filter(|&x| x != observation)
+        .collect();
+    let replays: Vec<(&Calibration, Observation)> = replay_only
+        .iter()
+        .map(|&j| (&variants_cal[j].1, observation))
+        .chain(other_obs.iter().map(|&x| (&cal, x)))
+        .collect();
+    // One queue of whole-capture work for both CPUs: the re-timed rows first (they start on
+    // the other CPU while this thread builds the point estimates), then what replays the
+    // point's requests - one replay per policy, with its breakdown by path, and the rows
+    // above - which waits for the point. As separate stages, each ended with one CPU idle
+    // while the other finished its last item.
+    let (n_rows, n_points) = (retimed.len(), all.len());
+    let point_cell: std::sync::OnceLock<Option<Point>> = std::sync::OnceLock::new();
+    let point = |k: usize, w: &mut Vec<(intents::Scratch, intents::Intents)>| -> WholeJob {
+        if k < n_rows {
+            let c = &variants_cal[retimed[k]].1;
+            return WholeJob::Row(eval_on(&whole, c, &pair, observation, ctx, w));
+        }
+        // None: the lead failed, and says why below
+        let Some(pt) = point_cell.wait() else {
+            return WholeJob::Skipped;
+        };
+        let reqs = &pt.whole_reqs;
+        match k - n_rows {
+            k if k < n_points => WholeJob::Point(match list_traced {
+                true => des::replay_traced(&reqs[k], &cal, observation),
+                false => (
+                    des::replay_detailed(&reqs[k], &cal, observation),
+                    Vec::new(),
+                ),
+            }),
+            k => {
+                let (c, obs) = replays[k - n_points];
+                let r = des::replay(&reqs[0], c, obs);
+                let p = match pt.same_requests {
+                    true => r,
+                    false => des::replay(&reqs[1], c, obs),
+                };
+                WholeJob::Replayed(vec![r, p])
+            }
+        }
+    };
+    let (lead, jobs) = par_map_lead(
+        n_rows + n_points + replays.len(),
         || workers(&whole),
-        |j, w| {
-            eval_on(
-                &whole,
-                &variants_cal[retimed[j]].1,
-                &pair,
-                observation,
-                ctx,
-                w,
-            )
-        },
+        point,
         || {
+            // the waiting jobs must not wait for a lead that unwound
+            let guard = SetOnDrop(&point_cell);
             // One layout of the streams for every calibration; each calibration re-times it
             // once and every policy replays the same intents.
             let mut scratch = intents::Scratch::default();
             let mut it = layout.empty();
             layout.build_into(&cal, &mut scratch, &mut it);
             // each one's requests under the point calibration, asked for once
-            let point = all
+            let made = all
                 .iter()
                 .map(|p| p.requests(&it, ctx))
-                .collect::<Result<Vec<Vec<Vec<policy::Request>>>>>()
-                .map(|whole_reqs| (identities(&rec, &it, &whole_reqs[0]), whole_reqs));
+                .collect::<Result<Vec<Vec<Vec<policy::Request>>>>>();
+            let lead = made.map(|whole_reqs| {
+                let _ = point_cell.set(Some(Point {
+                    identities: identities(&rec, &it, &whole_reqs[0]),
+                    same_requests: whole_reqs[0] == whole_reqs[1],
+                    whole_reqs,
+                }));
+            });
+            drop(guard);
             // this thread re-times the rows it takes in the point's buffers
-            (point, vec![(scratch, it)])
+            (lead, vec![(scratch, it)])
         },
     );
-    let (mut identities, whole_reqs) = point?;
-    // The point estimates, with their breakdown by path: one replay per policy, side by side.
-    // Where the replicates may replay a sample of windows and the calibration stalls, the same
-    // replay lists its traced waits, where each replicate's calibration draws its stalls.
-    let list_traced = win_recs.is_some() && cal.stall_share > 0.0 && !cal.stalls_ns.is_empty();
-    let mut points = par_map(
-        whole_reqs.len(),
-        || (),
-        |k, _| match list_traced {
-            true => des::replay_traced(&whole_reqs[k], &cal, observation),
-            false => (
-                des::replay_detailed(&whole_reqs[k], &cal, observation),
-                Vec::new(),
-            ),
-        },
-    );
+    lead?;
+    // the point's requests go with it: nothing after this stage replays them
+    let Some(Point { mut identities, .. }) = point_cell.into_inner().flatten() else {
+        return Err(Error::Input(
+            "the point estimates were not made".to_string(),
+        ));
+    };
+    let mut retimed_rows = Vec::with_capacity(n_rows);
+    let mut points = Vec::with_capacity(n_points);
+    let mut replayed_rows = Vec::with_capacity(replays.len());
+    for j in jobs {
+        match j {
+            WholeJob::Row(r) => retimed_rows.push(r),
+            WholeJob::Point(p) => points.push(p),
+            WholeJob::Replayed(m) => replayed_rows.push(m),
+            WholeJob::Skipped => {}
+        }
+    }
     let traced_lists: Vec<Vec<(u32, u32)>> = points
         .iter_mut()
         .map(|p| std::mem::take(&mut p.1))
@@ -606,35 +658,10 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         sampled_share,
     };
 
-    // The rows that keep the point's timing (its intents and requests, only replayed under
-    // their calibration) and the other observation's row: two replays each.
-    let other_obs: Vec<Observation> = [Observation::Paravirt, Observation::BareMetal]
-        .into_iter()
-        .filter(|&x| x != observation)
-        .collect();
-    let replays: Vec<(&Calibration, Observation)> = replay_only
-        .iter()
-        .map(|&j| (&variants_cal[j].1, observation))
-        .chain(other_obs.iter().map(|&x| (&cal, x)))
-        .collect();
-    let same_requests = whole_reqs[0] == whole_reqs[1];
-    let mut replayed_rows = par_map(
-        replays.len(),
-        || (),
-        |j, _| {
-            let (c, obs) = replays[j];
-            let r = des::replay(&whole_reqs[0], c, obs);
-            let p = match same_requests {
-                true => r,
-                false => des::replay(&whole_reqs[1], c, obs),
-            };
-            vec![r, p]
-        },
-    )
-    .into_iter();
     // every row by its index in `variants_cal`, from whichever of the two runs made it
     let mut rows: Vec<(usize, Result<Vec<Metrics>>)> =
         retimed.into_iter().zip(retimed_rows).collect();
+    let mut replayed_rows = replayed_rows.into_iter();
     rows.extend(replay_only.into_iter().zip(replayed_rows.by_ref().map(Ok)));
     rows.sort_unstable_by_key(|r| r.0);
     let mut sensitivity = Vec::new();
@@ -824,6 +851,37 @@ fn replay_once(
     m
 }
 
+/// The point estimates' requests, shared by the jobs that replay them.
+struct Point {
+    identities: Identities,
+    /// One request set per policy of `all`.
+    whole_reqs: Vec<Vec<Vec<policy::Request>>>,
+    /// The baseline's and the policy's requests are the same.
+    same_requests: bool,
+}
+
+/// Sets an unset point to `None` when dropped: on an unwinding lead, so that no job waits
+/// for it forever.
+struct SetOnDrop<'a>(&'a std::sync::OnceLock<Option<Point>>);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(None);
+    }
+}
+
+/// One item of the whole-capture queue in [`run`].
+enum WholeJob {
+    /// A re-timed sensitivity row: the baseline's and the policy's metrics.
+    Row(Result<Vec<Metrics>>),
+    /// A policy's point estimate, with its traced waits when listed.
+    Point((des::Detailed, Vec<(u32, u32)>)),
+    /// A row replayed on the point's requests: the baseline's and the policy's metrics.
+    Replayed(Vec<Metrics>),
+    /// A job that needed the point, which was not made.
+    Skipped,
+}
+
 /// Fresh buffers for [`eval_on`] over `layouts`.
 fn workers(layouts: &[&intents::Layout]) -> Vec<(intents::Scratch, intents::Intents)> {
     layouts
@@ -988,19 +1046,10 @@ fn identities(
     id
 }
 
-/// `f(0..n)` in order, on up to as many threads as the machine has CPUs; each thread keeps
-/// its own `state` (reused buffers). The result does not depend on the thread count.
-fn par_map<T: Send, S>(
-    n: usize,
-    state: impl Fn() -> S + Sync,
-    f: impl Fn(usize, &mut S) -> T + Sync,
-) -> Vec<T> {
-    par_run(n, &state, f, || ((), state()), drop).1
-}
-
-/// [`par_map`] whose threads take their state from `pool` (made with `make` when it is empty)
-/// and put it back when done, so blocks of items run one after another keep their buffers
-/// instead of making and faulting in new ones each block.
+/// `f(0..n)` in order, on up to as many threads as the machine has CPUs, each thread with its
+/// own state (reused buffers), taken from `pool` (made with `make` when it is empty) and put
+/// back when done, so blocks of items run one after another keep their buffers instead of
+/// making and faulting in new ones each block. The results do not depend on the thread count.
 fn par_map_pooled<T: Send, S: Send>(
     n: usize,
     pool: &mut Vec<S>,
@@ -1022,11 +1071,13 @@ fn par_map_pooled<T: Send, S: Send>(
     out
 }
 
-/// [`par_map`] with `lead` run first on the calling thread while the other threads start on
-/// `f` (the calling thread joins them when `lead` is done): serial work that the items do
-/// not need overlaps them. `lead` also gives the calling thread's state for its items, so
-/// buffers the lead filled are reused rather than freed and made again (fresh pages cost a
-/// fault each). Results as [`par_map`]'s, whatever the thread count.
+/// `f(0..n)` in order, on up to as many threads as the machine has CPUs, each thread with its
+/// own `state` (reused buffers), with `lead` run first on the calling thread while the other
+/// threads start on `f` (the calling thread joins them when `lead` is done): serial work
+/// that the first items do not need overlaps them. `lead` also gives the calling thread's
+/// state for its items, so buffers the lead filled are reused rather than freed and made
+/// again (fresh pages cost a fault each). The results do not depend on the thread count; an
+/// item that needs what the lead makes must wait for it (see `run`'s point).
 fn par_map_lead<T: Send, S, L>(
     n: usize,
     state: impl Fn() -> S + Sync,
