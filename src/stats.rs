@@ -14,39 +14,38 @@ pub fn mean(v: &[f64]) -> Option<f64> {
 
 /// Linear-interpolated quantile (`q` in 0..1, clamped); `None` for no data.
 pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut w = v.to_vec();
-    let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    // the two order statistics a full sort would give, by selection (a bootstrap replicate
-    // takes several quantiles of ~10^5 samples: sorting them was a tenth of its time)
-    let (_, &mut a, right) = w.select_nth_unstable_by(lo, f64::total_cmp);
-    let b = if hi == lo {
-        a
-    } else {
-        right.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
-    };
-    Some(a + (b - a) * (pos - lo as f64))
+    interpolated(&mut v.to_vec(), q, f64::total_cmp, |x| x)
 }
 
 /// [`median`] of integer samples, the same value as of them as floats, found in place (no
 /// copy, and integer comparisons): for ns vectors of a whole capture's size.
 pub fn median_int(v: &mut [i64]) -> Option<f64> {
-    if v.is_empty() {
+    interpolated(v, 0.5, i64::cmp, |x| x as f64)
+}
+
+/// The linear-interpolated `q` quantile of `w` (reordered), its order statistics compared by
+/// `cmp` and interpolated as floats.
+fn interpolated<T: Copy>(
+    w: &mut [T],
+    q: f64,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    float: impl Fn(T) -> f64,
+) -> Option<f64> {
+    if w.is_empty() {
         return None;
     }
-    let pos = 0.5 * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    let (_, &mut a, right) = v.select_nth_unstable(lo);
+    let pos = q.clamp(0.0, 1.0) * (w.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    // the two order statistics a full sort would give, by selection (a bootstrap replicate
+    // takes several quantiles of ~10^5 samples: sorting them was a tenth of its time)
+    let (_, &mut a, right) = w.select_nth_unstable_by(lo, &cmp);
     let b = if hi == lo {
         a
     } else {
-        right.iter().copied().min().unwrap_or(a)
+        right.iter().copied().min_by(&cmp).unwrap_or(a)
     };
-    let (a, b) = (a as f64, b as f64);
+    let (a, b) = (float(a), float(b));
     Some(a + (b - a) * (pos - lo as f64))
 }
 
@@ -217,6 +216,10 @@ mod tests {
         }
         assert_eq!(median_int(&mut []), None);
         assert_eq!(median_int(&mut [1, 2]), Some(1.5));
+        // worked by hand: the middle one, or halfway between the middle two, unsorted input
+        assert_eq!(median_int(&mut [5, -1, 3]), Some(3.0));
+        assert_eq!(median_int(&mut [40, 10, 30, 20]), Some(25.0));
+        assert_eq!(median_int(&mut [7, 7, 1, 7]), Some(7.0));
         let big = 1i64 << 52;
         assert_eq!(
             median_int(&mut [big, big + 1]),

@@ -470,9 +470,7 @@ pub fn samples(t: &Trace, r: &Reconstruction) -> Samples {
                 // A holder that asks again right after its drain (to relock for the folios
                 // that died on its batch) still ended its hold at its last insertion: keep it
                 // visible to the waiter's contention_end.
-                if last_kind_insert.get(e.cpu).is_none() {
-                    last_kind_insert.insert(e.cpu, false);
-                }
+                last_kind_insert.or_default(e.cpu);
             }
             Kind::End { lock: l } if l == lock => {
                 last_kind_insert.insert(e.cpu, false);
