@@ -9,6 +9,10 @@
 #                        limits.sh `names` case: 227 / 906 MB)
 #   tracepoint-S / -L    fixtures/replay/micro-16K-r1 perf script --ns repeated to SMALL_MB / LARGE_MB
 #   samples-S / -L       fixtures/samples/micro-16K-cpu-clock-g perf script -g repeated likewise
+#   perfdata-S / -L      perf.data recordings of lrufault at run length 100 / 300 (60 / 188 MB,
+#                        3x the bytes, not 4x: a recording cannot be repeated into a larger
+#                        one), under <target>/bench-whatif, recorded when missing (root:
+#                        bench/record-lrufault.sh)
 # Cases (--cases, default below): input:table:format. JSON of names-L is left out of the
 # default: the baseline builds a serde_json value per cell of 10 M rows (tens of GB).
 #
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
     --cases) CASES=$2; shift 2 ;;
     --small-mb) SMALL_MB=$2; shift 2 ;;
     --large-mb) LARGE_MB=$2; shift 2 ;;
-    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -81,7 +85,21 @@ need() {
       [ -f "$data/samples.body" ] || zcat fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz > "$data/samples.body"
       build "$data/samples-S.txt" "$data/samples.body" "$SMALL_MB"
       build "$data/samples-L.txt" "$data/samples.body" "$LARGE_MB" ;;
+    perfdata)
+      for run in 100 300; do
+        bench/record-lrufault.sh "$new" "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed" "$run"
+      done ;;
     *) echo "$PROG: unknown input $1" >&2; exit 2 ;;
+  esac
+}
+# the file of INPUT at SIZE (S or L)
+path_of() {
+  case $1 in
+    perfdata)
+      local run=100
+      [ "$2" = L ] && run=300
+      echo "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed/perf.data" ;;
+    *) echo "$data/$1-$2.txt" ;;
   esac
 }
 for c in $CASES; do need "${c%%:*}"; done
@@ -98,7 +116,7 @@ run() {
   IFS=: read -r input table fmt <<< "$c"
   local log=$rss/log
   rm -f "$out"/t.*
-  if ! /usr/bin/time -f '%M' -o "$log" "$(bin_of "$bin")" parse "$data/$input-$size.txt" \
+  if ! /usr/bin/time -f '%M' -o "$log" "$(bin_of "$bin")" parse "$(path_of "$input" "$size")" \
       --table "$table" -o "$out/t.$fmt" > /dev/null 2> "$rss/stderr"; then
     echo "$PROG: FAILED: $bin parse $input-$size --table $table -o t.$fmt: $(tail -1 "$rss/stderr")" >&2
     exit 1
@@ -121,7 +139,7 @@ for c in $CASES; do
     done
   done
   input=${c%%:*}
-  printf '%-32s %11s' "$c" "$(mb "$data/$input-S.txt") / $(mb "$data/$input-L.txt")"
+  printf '%-32s %11s' "$c" "$(mb "$(path_of "$input" S)") / $(mb "$(path_of "$input" L)")"
   for b in "${bins[@]}"; do
     s=$(median "$rss/$b.${c//:/_}.S")
     l=$(median "$rss/$b.${c//:/_}.L")

@@ -55,16 +55,7 @@ fi
 if [ "$ONLY" != small ]; then
   if [ -z "$DATA" ]; then
     DATA=${CARGO_TARGET_DIR:-$here/target}/bench-whatif/lrufault-16K-t2-s16-l100-dontneed
-    if [ ! -e "$DATA/perf.data" ]; then
-      [ "$(id -u)" = 0 ] || { echo "$PROG: recording $DATA needs root (or pass --data DIR)" >&2; exit 2; }
-      command -v cc >/dev/null || { echo "$PROG: cc not found (the workload is C)" >&2; exit 2; }
-      cc -O2 -pthread -o "$tmp/lrufault" "$here/fixtures/workload/lrufault.c"
-      mkdir -p "$(dirname "$DATA")"
-      rm -rf "$DATA"
-      echo "$PROG: recording $DATA (waits for /tmp/lockcast-capture.lock)" >&2
-      flock /tmp/lockcast-capture.lock "$LOCKCAST" record --mthp 16K -o "$DATA" -- \
-        "$tmp/lrufault" -t 2 -s 16 -l 100 -a dontneed >&2
-    fi
+    "$here/bench/record-lrufault.sh" "$LOCKCAST" "$DATA" 100
   fi
   cases+=("$DATA")
 fi
