@@ -42,10 +42,10 @@
 //!
 //! # Reading some events only
 //!
-//! [`Reader::only`] (`report`, the lock tables: `contention_begin`/`_end`) takes the samples
-//! of the other events out of the buffer before the record reader sorts them (`compact`, when
-//! the file's round contract allows it), or else passes over them undecoded; they keep their
-//! numbers, so the events given are the ones (`line` included) a whole read gives.
+//! [`Reader::only`] (`report`, the lock tables: `contention_begin`/`_end`) leaves the samples
+//! of the other events out of what the record reader reads, before it sorts them (`compact`,
+//! when the file's round contract allows it), or else passes over them undecoded; they keep
+//! their numbers, so the events given are the ones (`line` included) a whole read gives.
 //!
 //! # Every sample at once
 //!
@@ -527,7 +527,7 @@ impl<'a> Reader<'a> {
         }
         let lenient = self.opts.common.lenient;
         let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
-        // samples of events not asked for: out of the buffer before the record reader sorts
+        // samples of events not asked for: out of what the record reader reads, before it sorts
         // them (a file cut short keeps them: its ids come from the attr section, below)
         let mut dropped = match &self.only {
             Some(only) if !checked.pipe && checked.attr_of_id.is_empty() => {

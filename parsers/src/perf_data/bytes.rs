@@ -4,9 +4,8 @@
 //! Why map: reading a file into a `Vec` costs a fresh zeroed page and a copy out of the page
 //! cache per 4 KiB, about 30 ms for a 60 MiB recording and 85 ms for 188 MiB on the 2-CPU VMs
 //! this is measured on (a third of what `report` spent on the 60 MiB one). A private mapping reads the
-//! page cache in place; the few writes the reader makes (the header of a file cut short, the
-//! samples moved down by [`super::compact::drop_samples`]) copy only the pages they touch, and
-//! never reach the file.
+//! page cache in place; the one write the reader makes (the header of a file cut short, read
+//! leniently) copies only the page it touches, and never reaches the file.
 //!
 //! Why let pages go ([`Bytes::release`], [`Behind`]): every page of a mapping the reader has
 //! touched counts in its resident set until the mapping ends, so a 188 MiB recording held
