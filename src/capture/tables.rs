@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::frames::callgraph::Callgraph;
 use crate::frames::contention::{Pairer, PairingCounts};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
-use crate::frames::lock_stats;
+use crate::frames::lock_stats::{self, ContentionAgg};
 
 /// Rows of the per-event tables of a perf.data input built before they are handed on (about
 /// what an 8 MiB text piece gives).
@@ -112,6 +112,7 @@ pub fn read_prepared<T: Send>(
             lock_stats: tables.contains(&Table::LockStats),
             contention: tables.contains(&Table::Contention),
             lenient: opts.open.lenient,
+            chunk_rows: opts.chunk_rows.max(1),
         };
         let (rd, built) =
             build_ahead(rd, &spec.path, &want, &mut |t, df| emit(t, prepare(t, df)?))?;
@@ -177,6 +178,9 @@ struct Wanted<'a> {
     lock_stats: bool,
     contention: bool,
     lenient: bool,
+    /// Waits paired before they are handed on (`contention` frames of this many rows, folded
+    /// into `lock_stats` as they go), as the lock tables read alone are.
+    chunk_rows: usize,
 }
 
 /// What [`build_ahead`] found besides the frames it emitted.
@@ -187,7 +191,8 @@ struct Built {
 }
 
 /// Read the events of `rd`, build the tables of `want` and hand every frame to `emit` in order
-/// (each event table's frames of [`PIECE_ROWS`] rows, then `lock_stats` and `contention`), on
+/// (each event table's frames of [`PIECE_ROWS`] rows and `contention`'s of
+/// [`Wanted::chunk_rows`] as they fill, then `lock_stats`), on
 /// three threads: the perf.data reader (records, payload text), the table builders and the
 /// writers (`emit`, this thread), so reading, building and Parquet encoding overlap instead of
 /// two of them taking turns on one CPU. The builder hands each batch of events back to the
@@ -264,6 +269,10 @@ fn build_ahead(
                 p.set_source(path);
                 p
             });
+            let mut waits = Waits {
+                agg: want.lock_stats.then(ContentionAgg::default),
+                contention: want.contention,
+            };
             for batch in &batch_rx {
                 let step = batch.map_err(|e| Error::parse(path, e)).and_then(|b| {
                     for e in &b {
@@ -275,11 +284,16 @@ fn build_ahead(
                     let _ = back_tx.send(b);
                     Ok(())
                 });
-                let step = match step {
-                    Ok(()) if t.rows() >= PIECE_ROWS => take(&mut t, &mut built),
-                    Ok(()) => Ok(Vec::new()),
-                    Err(e) => Err(e),
-                };
+                let step = step.and_then(|()| {
+                    let mut out = match t.rows() >= PIECE_ROWS {
+                        true => take(&mut t, &mut built)?,
+                        false => Vec::new(),
+                    };
+                    if let Some(p) = pairer.as_mut().filter(|p| p.len() >= want.chunk_rows) {
+                        out.extend(waits.hand_on(p.take()?, false)?);
+                    }
+                    Ok(out)
+                });
                 let failed = step.is_err();
                 if (!matches!(&step, Ok(v) if v.is_empty()) && frames_tx.send(step).is_err())
                     || failed
@@ -289,7 +303,7 @@ fn build_ahead(
             }
             let mut last = take(&mut t, &mut built);
             if let (Ok(frames), Some(p)) = (last.as_mut(), pairer) {
-                match lock_frames(p, want) {
+                match waits.finish(p) {
                     Ok((more, pairing)) => {
                         frames.extend(more);
                         built.pairing = Some(pairing);
@@ -322,21 +336,42 @@ fn build_ahead(
     })
 }
 
-/// `lock_stats` and `contention` of the waits `p` paired, as [`frame_of`] builds a
-/// trace's rows (the empty perf-lock frame, then them).
-fn lock_frames(p: Pairer, want: &Wanted<'_>) -> Result<(Vec<(Table, DataFrame)>, PairingCounts)> {
-    let (contention, pairing) = p.finish()?;
-    let mut out = Vec::new();
-    if want.lock_stats {
-        let mut df = lock_stats::build(&[])?;
-        df.vstack_mut(&lock_stats::from_contention(&contention)?)
-            .map_err(|e| Error::polars("appending trace lock_stats", e))?;
-        out.push((Table::LockStats, df));
+/// The lock tables of [`build_ahead`], a piece of paired waits at a time (as the lock tables
+/// of an input read alone are: `crate::capture::stream`), so the waits of a whole recording
+/// are never held together.
+struct Waits {
+    /// Folds the waits into `lock_stats` rows, when that table is wanted.
+    agg: Option<ContentionAgg>,
+    /// The `contention` frames are wanted.
+    contention: bool,
+}
+
+impl Waits {
+    /// The frames of one piece of waits (`last`: the pairer's final piece, handed on even
+    /// when empty, so an input without waits still has its `contention` frame).
+    fn hand_on(&mut self, df: DataFrame, last: bool) -> Result<Vec<(Table, DataFrame)>> {
+        if let Some(a) = self.agg.as_mut() {
+            a.add(&df)?;
+        }
+        Ok(match self.contention && (df.height() > 0 || last) {
+            true => vec![(Table::Contention, df)],
+            false => Vec::new(),
+        })
     }
-    if want.contention {
-        out.push((Table::Contention, contention));
+
+    /// The last piece of `p`'s waits, then `lock_stats` as a trace's rows are built (the empty
+    /// perf-lock frame, then them).
+    fn finish(mut self, p: Pairer) -> Result<(Vec<(Table, DataFrame)>, PairingCounts)> {
+        let (last, pairing) = p.finish()?;
+        let mut out = self.hand_on(last, true)?;
+        if let Some(a) = self.agg {
+            let mut df = lock_stats::build(&[])?;
+            df.vstack_mut(&a.finish()?)
+                .map_err(|e| Error::polars("appending trace lock_stats", e))?;
+            out.push((Table::LockStats, df));
+        }
+        Ok((out, pairing))
     }
-    Ok((out, pairing))
 }
 
 /// The partition value of each input: its file name without compression and text extensions;

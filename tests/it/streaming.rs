@@ -107,6 +107,37 @@ fn streaming_trace_waits_in_pieces_give_the_same_files() {
 }
 
 #[test]
+fn streaming_perf_data_read_once_for_every_table_hands_its_waits_on_in_pieces() {
+    // a perf.data read once for its event and lock tables: the waits handed on in pieces of
+    // 97, as the lock tables of a file read alone are
+    let p = "fixtures/perfdata/micro-16K-replay/perf.data.gz";
+    let want = "contention,lock_stats,lru_insertion";
+    same_text_in_pieces(p, want, "97");
+    let whole = tables(p, want, "parquet", None);
+    let cut = tables(p, want, "parquet", Some("97"));
+    for ((n, a), (_, b)) in whole.iter().zip(&cut) {
+        assert!(parquet_frame(a).equals_missing(&parquet_frame(b)), "{n}");
+    }
+    let (n, c) = &whole[0];
+    assert_eq!(n, "contention.parquet");
+    assert!(row_groups(&cut[0].1) > row_groups(c));
+    // the waits the reader counts, and the table the lock tables read alone give
+    let contention = parquet_frame(c);
+    let o = lockcast(&["parse", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let found = stdout(&o);
+    assert!(
+        found.contains(&format!("contention: {} interval(s)", contention.height())),
+        "{found}"
+    );
+    assert!(contention.height() > 97, "{}", contention.height());
+    let alone = tables(p, "contention,lock_stats", "csv", Some("97"));
+    let once = tables(p, want, "csv", Some("97"));
+    assert_eq!(alone[0], once[0]);
+    assert_eq!(alone[1], once[1]);
+}
+
+#[test]
 fn streaming_a_named_table_of_a_mail_and_a_missing_one() {
     let seed = "fixtures/seeds/lru-cache-small-large-folios-rfc-v3.txt";
     let two = format!("{seed}#2");
