@@ -159,22 +159,18 @@ fn trace_waits(
     pairer.set_source(path);
     // as load reads a trace: the two events alone, the others passed over where the reader can
     rd.only(&Pairer::EVENTS);
-    let mut agg = ContentionAgg::default();
-    let mut events = 0u64;
-    let mut hand_on = |df: DataFrame, last: bool| -> Result<()> {
-        if stats {
-            agg.add(&df)?;
-        }
-        if contention && (df.height() > 0 || last) {
-            emit(Table::Contention, df)?;
-        }
-        Ok(())
+    let mut waits = Waits {
+        agg: stats.then(ContentionAgg::default),
+        contention,
     };
+    let mut events = 0u64;
     while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
         events += 1;
         pairer.push(&e);
         if pairer.len() >= chunk_rows {
-            hand_on(pairer.take()?, false)?;
+            for (t, df) in waits.hand_on(pairer.take()?, false)? {
+                emit(t, df)?;
+            }
         }
     }
     if let Some(pb) = progress {
@@ -182,20 +178,53 @@ fn trace_waits(
     }
     events += rd.skipped();
     let diagnostics = rd.diagnostics().clone();
-    let (last, counts) = pairer.finish()?;
-    hand_on(last, true)?;
-    if stats {
-        // as frame_of builds a trace's rows: the empty perf-lock frame, then them
-        let mut df = lock_stats::build(&[])?;
-        df.vstack_mut(&agg.finish()?)
-            .map_err(|e| Error::polars("appending trace lock_stats", e))?;
-        emit(Table::LockStats, df)?;
+    let (frames, counts) = waits.finish(pairer)?;
+    for (t, df) in frames {
+        emit(t, df)?;
     }
     Ok(LockTablesRead {
         diagnostics,
         pairing: Some(counts),
         events,
     })
+}
+
+/// The lock tables of a trace, a piece of paired waits at a time, so the waits of a whole
+/// recording are never held together: read alone ([`trace_waits`]) or in one pass with a
+/// perf.data's event tables (`super::tables`).
+pub(super) struct Waits {
+    /// Folds the waits into `lock_stats` rows, when that table is wanted.
+    pub(super) agg: Option<ContentionAgg>,
+    /// The `contention` frames are wanted.
+    pub(super) contention: bool,
+}
+
+impl Waits {
+    /// The frames of one piece of waits (`last`: the pairer's final piece, handed on even
+    /// when empty, so an input without waits still has its `contention` frame).
+    pub(super) fn hand_on(&mut self, df: DataFrame, last: bool) -> Result<Vec<(Table, DataFrame)>> {
+        if let Some(a) = self.agg.as_mut() {
+            a.add(&df)?;
+        }
+        Ok(match self.contention && (df.height() > 0 || last) {
+            true => vec![(Table::Contention, df)],
+            false => Vec::new(),
+        })
+    }
+
+    /// The last piece of `p`'s waits, then `lock_stats` as a trace's rows are built (the empty
+    /// perf-lock frame, then them).
+    pub(super) fn finish(mut self, p: Pairer) -> Result<(Vec<(Table, DataFrame)>, PairingCounts)> {
+        let (last, pairing) = p.finish()?;
+        let mut out = self.hand_on(last, true)?;
+        if let Some(a) = self.agg {
+            let mut df = lock_stats::build(&[])?;
+            df.vstack_mut(&a.finish()?)
+                .map_err(|e| Error::polars("appending trace lock_stats", e))?;
+            out.push((Table::LockStats, df));
+        }
+        Ok((out, pairing))
+    }
 }
 
 /// What plain `lockcast parse INPUT` (no `-o`) prints of one input: its tables' headers and

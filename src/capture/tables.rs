@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::frames::callgraph::Callgraph;
 use crate::frames::contention::{Pairer, PairingCounts};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
-use crate::frames::lock_stats::{self, ContentionAgg};
+use crate::frames::lock_stats::ContentionAgg;
 
 /// Rows of the per-event tables of a perf.data input built before they are handed on (about
 /// what an 8 MiB text piece gives).
@@ -269,7 +269,7 @@ fn build_ahead(
                 p.set_source(path);
                 p
             });
-            let mut waits = Waits {
+            let mut waits = super::stream::Waits {
                 agg: want.lock_stats.then(ContentionAgg::default),
                 contention: want.contention,
             };
@@ -334,44 +334,6 @@ fn build_ahead(
             .ok_or_else(|| Error::Input(format!("{path}: the table builder stopped early")))?;
         Ok((rd, built))
     })
-}
-
-/// The lock tables of [`build_ahead`], a piece of paired waits at a time (as the lock tables
-/// of an input read alone are: `crate::capture::stream`), so the waits of a whole recording
-/// are never held together.
-struct Waits {
-    /// Folds the waits into `lock_stats` rows, when that table is wanted.
-    agg: Option<ContentionAgg>,
-    /// The `contention` frames are wanted.
-    contention: bool,
-}
-
-impl Waits {
-    /// The frames of one piece of waits (`last`: the pairer's final piece, handed on even
-    /// when empty, so an input without waits still has its `contention` frame).
-    fn hand_on(&mut self, df: DataFrame, last: bool) -> Result<Vec<(Table, DataFrame)>> {
-        if let Some(a) = self.agg.as_mut() {
-            a.add(&df)?;
-        }
-        Ok(match self.contention && (df.height() > 0 || last) {
-            true => vec![(Table::Contention, df)],
-            false => Vec::new(),
-        })
-    }
-
-    /// The last piece of `p`'s waits, then `lock_stats` as a trace's rows are built (the empty
-    /// perf-lock frame, then them).
-    fn finish(mut self, p: Pairer) -> Result<(Vec<(Table, DataFrame)>, PairingCounts)> {
-        let (last, pairing) = p.finish()?;
-        let mut out = self.hand_on(last, true)?;
-        if let Some(a) = self.agg {
-            let mut df = lock_stats::build(&[])?;
-            df.vstack_mut(&a.finish()?)
-                .map_err(|e| Error::polars("appending trace lock_stats", e))?;
-            out.push((Table::LockStats, df));
-        }
-        Ok((out, pairing))
-    }
 }
 
 /// The partition value of each input: its file name without compression and text extensions;
