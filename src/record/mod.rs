@@ -14,11 +14,13 @@
 //!
 //! The directory is written under a temporary name and renamed at the end, so an interrupted
 //! or failed recording never leaves a directory that looks whole. No kernel setting changes
-//! unless `--mthp` asks; then every size is put back on exit, error or Ctrl-C.
+//! unless `--mthp` asks; then every size is put back on exit, error or Ctrl-C. The tracefs
+//! perf mounts when none is mounted is unmounted likewise ([`tracefs`]).
 
 pub mod mthp;
 pub mod probe;
 pub mod recipe;
+pub mod tracefs;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -245,6 +247,8 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
         .map_err(io_err(&parent))?;
     let dir = tmp.path().to_path_buf();
 
+    // before perf runs: it mounts tracefs if none is, and leaves it mounted
+    let mut tracefs = tracefs::Mount::note();
     let mut changed = match plan.mthp_kb {
         Some(kb) => Some(mthp::Changed::set(Path::new(mthp::THP), kb).map_err(rec_err)?),
         None => None,
@@ -401,6 +405,12 @@ pub fn record(plan: &Plan, progress: Progress) -> Result<Recorded> {
                 bad.join("; ")
             )));
         }
+    }
+    // a tracefs still busy is another tracer's to keep: said, not an error
+    for b in tracefs.restore_now() {
+        progress(&format!(
+            "could not unmount the tracefs perf mounted ({b}); `umount` it when done"
+        ));
     }
     let bytes = fs::metadata(&data).map_err(io_err(&data))?.len();
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
