@@ -34,10 +34,10 @@
 //! is read. A stream (standard input, gzip, zstd) is read into memory whole: memory is its
 //! decompressed size plus the records of one round. A plain file is mapped and never written
 //! ([`view`]); every pass over its data section (the framing check, [`Reader::only`]'s
-//! compaction, the record reader or [`Reader::typed_samples`]' walk) lets go of the pages it has
-//! passed ([`bytes::Behind`]), so the file's share of the resident set stays a few MiB whatever
-//! its size (`report` of a 188 MiB recording peaked at 248 MiB before, 86 since; of a 590 MiB
-//! one at 721 and 141). The what-if's reader keeps the pages: what it builds afterwards is
+//! compaction, the record reader) lets go of the pages it has passed ([`bytes::Behind`]), so
+//! the file's share of the resident set stays a few MiB whatever its size (`report` of a
+//! 197 MB recording peaked at 248 MiB before, 86 since; of a 590 MB one at 721 and 141). The
+//! what-if's reader ([`Reader::typed_samples`]) keeps the pages: what it builds afterwards is
 //! larger than the file, so letting go would lower no peak.
 //!
 //! # Reading some events only
@@ -82,7 +82,7 @@ mod view;
 pub use bulk::{TypedSample, TypedSamples, NO_PAYLOAD};
 
 use std::collections::HashMap;
-use std::io::{BufRead, Cursor, Read};
+use std::io::{BufRead, Read};
 
 use linux_perf_data::linux_perf_event_reader::{
     CpuMode, Endianness, EventRecord, PerfEventType, RecordParseInfo, RecordType, SampleFormat,
@@ -174,9 +174,9 @@ struct State {
     file: linux_perf_data::PerfFile,
     /// The record reader; `None` once [`Reader::typed_samples`] has read every sample and let
     /// the file's bytes go.
-    iter: Option<PerfRecordIter<RecordBytes>>,
+    iter: Option<PerfRecordIter<view::View>>,
     ctx: Ctx,
-    /// The file, shared with `iter`'s cursor, for [`Reader::typed_samples`]' own walk (`None`
+    /// The file, shared with `iter`'s view, for [`Reader::typed_samples`]' own walk (`None`
     /// after it).
     buf: Option<Shared>,
     /// File mode: the data section's byte range (the records, checked whole).
@@ -185,41 +185,10 @@ struct State {
     sample_types: Vec<u64>,
 }
 
-/// The whole file in memory, read by the record reader's cursor and by
+/// The whole file in memory, read by the record reader's [`view::View`] and by
 /// [`Reader::typed_samples`].
 #[derive(Clone)]
 struct Shared(std::sync::Arc<bytes::Bytes>);
-
-/// What the record reader reads from: a pipe-mode file (its check may have edited records out
-/// of it, in its own buffer), or a file-mode one through a [`view::View`].
-enum RecordBytes {
-    Pipe(Cursor<Shared>),
-    File(view::View),
-}
-
-impl Read for RecordBytes {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            RecordBytes::Pipe(c) => c.read(out),
-            RecordBytes::File(v) => v.read(out),
-        }
-    }
-}
-
-impl std::io::Seek for RecordBytes {
-    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        match self {
-            RecordBytes::Pipe(c) => c.seek(to),
-            RecordBytes::File(v) => v.seek(to),
-        }
-    }
-}
-
-impl AsRef<[u8]> for Shared {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
 
 struct Ctx {
     attrs: Vec<Attr>,
@@ -429,7 +398,6 @@ impl<'a> Reader<'a> {
         let Some(data) = buf.0.get(from..to) else {
             return Ok(None);
         };
-        let mut behind = bytes::Behind::new(from, to);
         let Some(mut out) = bulk::walk(
             data,
             &st.sample_types,
@@ -437,7 +405,6 @@ impl<'a> Reader<'a> {
             &ids,
             plan,
             &mut counts,
-            |p| behind.at(&buf.0, from + p),
         ) else {
             return Ok(None);
         };
@@ -549,8 +516,9 @@ impl<'a> Reader<'a> {
             .flatten();
         let buf = Shared(std::sync::Arc::new(buf));
         let (file, iter) = if checked.pipe {
-            let r = PerfFileReader::parse_pipe(RecordBytes::Pipe(Cursor::new(buf.clone())))
-                .map_err(|e| {
+            // in its own buffer (its check may have edited records out): nothing to let go
+            let r =
+                PerfFileReader::parse_pipe(view::View::whole(buf.clone(), None)).map_err(|e| {
                     binary(
                         PIPE_HEADER_LEN,
                         format!("expected the pipe-mode header records, got: {e}"),
@@ -567,7 +535,7 @@ impl<'a> Reader<'a> {
                 ),
                 _ => view::View::whole(buf.clone(), data),
             };
-            let r = PerfFileReader::parse_file(RecordBytes::File(view)).map_err(|e| {
+            let r = PerfFileReader::parse_file(view).map_err(|e| {
                 binary(0, format!("expected a readable perf.data header, got: {e}"))
             })?;
             (r.perf_file, r.record_iter)

@@ -135,9 +135,8 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
 }
 
 /// Walk the records of `data` (the data section, records whole: the file was checked) and
-/// decode every sample, in file order ([`order`] sorts them); `passed` is told each record's
-/// offset before it is read (the caller lets go of the pages behind it). `None`: something
-/// here needs the record reader.
+/// decode every sample, in file order ([`order`] sorts them). `None`: something here needs the
+/// record reader.
 pub(super) fn walk(
     data: &[u8],
     sample_types: &[u64],
@@ -145,7 +144,6 @@ pub(super) fn walk(
     attr_of_id: &super::IdMap,
     plan: &Plan,
     counts: &mut Counts,
-    mut passed: impl FnMut(usize),
 ) -> Option<TypedSamples> {
     let mut out = TypedSamples {
         events: attrs
@@ -161,7 +159,6 @@ pub(super) fn walk(
     let mut vals = Vec::new();
     let mut pos = 0usize;
     while pos + 8 <= data.len() {
-        passed(pos);
         let ty = u32_at(data, pos)?;
         let misc = u16_at(data, pos + 4)?;
         let size = usize::from(u16_at(data, pos + 6)?);

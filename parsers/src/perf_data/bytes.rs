@@ -21,13 +21,12 @@ pub(super) enum Bytes {
     Owned(Vec<u8>),
     /// A private (copy-on-write) mapping of a plain file, of which the first `len` bytes are
     /// the file (fewer than mapped once [`Bytes::truncate`] has cut a partial record);
-    /// `written`: something wrote into it (its written pages are no longer the file's, so
-    /// [`Bytes::release`] leaves them all alone from then on); `keep`: the reader asked to keep
-    /// the pages ([`Bytes::keep_resident`]).
+    /// `keep`: [`Bytes::release`] leaves its pages alone, because something wrote into it (a
+    /// written page is no longer the file's: released, its bytes would turn back into the
+    /// file's) or the reader asked ([`Bytes::keep_resident`]).
     Mapped {
         map: memmap2::MmapMut,
         len: usize,
-        written: bool,
         keep: bool,
     },
 }
@@ -58,7 +57,6 @@ impl Bytes {
         Some(Bytes::Mapped {
             map,
             len,
-            written: false,
             keep: false,
         })
     }
@@ -79,7 +77,6 @@ impl Bytes {
         let Bytes::Mapped {
             map,
             len,
-            written: false,
             keep: false,
         } = self
         else {
@@ -88,10 +85,10 @@ impl Bytes {
         let a = from.div_ceil(ALIGN).saturating_mul(ALIGN);
         let b = to.min(*len) / ALIGN * ALIGN;
         if a < b {
-            // SAFETY: nothing wrote into the mapping (checked above), so every page in it is
-            // the file's page-cache page mapped in place; after MADV_DONTNEED the next read of
-            // one maps the same page again, and every reference into the mapping sees the
-            // same bytes as before. (A process writing the file meanwhile changes them either
+            // SAFETY: nothing wrote into the mapping (the first write sets `keep`), so every
+            // page in it is the file's page-cache page mapped in place; after MADV_DONTNEED the
+            // next read of one maps the same page again, and every reference into the mapping
+            // sees the same bytes as before. (A process writing the file meanwhile changes them either
             // way: see `map`.) An error (the system refuses the advice) only leaves the pages
             // resident.
             let _ =
@@ -137,10 +134,8 @@ impl DerefMut for Bytes {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             Bytes::Owned(v) => v,
-            Bytes::Mapped {
-                map, len, written, ..
-            } => {
-                *written = true;
+            Bytes::Mapped { map, len, keep } => {
+                *keep = true;
                 &mut map[..*len]
             }
         }

@@ -1,7 +1,7 @@
 //! The reader against perf itself: each fixture's perf.data (fixtures/capture-perfdata.sh) read
 //! here must give the events `perf script --ns` printed for the same file, field by field.
 
-use std::io::Read;
+use std::io::{Cursor, Read};
 
 use super::*;
 use crate::perf_script;
