@@ -20,6 +20,7 @@
 pub mod mthp;
 pub mod probe;
 pub mod recipe;
+pub mod restore;
 pub mod tracefs;
 
 use std::fs::{self, File, OpenOptions};

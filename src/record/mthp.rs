@@ -7,6 +7,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::restore::{Restore, Restoring};
+
 /// Where the knobs are.
 pub const THP: &str = "/sys/kernel/mm/transparent_hugepage";
 
@@ -98,16 +100,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("--mthp {s}: expected a folio size such as 4K, 16K or 64K"))
 }
 
-/// Settings changed for a recording; put back when dropped.
+/// Settings changed for a recording; put back when dropped ([`Restoring`]).
 #[derive(Debug)]
 pub struct Changed {
     saved: Vec<Setting>,
-    restored: bool,
 }
 
 impl Changed {
     /// Every size to `never`, then `kb` to `always` (4 KiB: none).
-    pub fn set(root: &Path, kb: u64) -> Result<Changed, String> {
+    pub fn set(root: &Path, kb: u64) -> Result<Restoring<Changed>, String> {
         let saved = read_all(root);
         if saved.is_empty() {
             return Err(format!(
@@ -122,24 +123,24 @@ impl Changed {
                 have.join(", ")
             ));
         }
-        let mut c = Changed {
-            saved,
-            restored: false,
-        };
+        let mut c = Changed { saved };
         for s in &c.saved {
             let v = if s.kb == kb { "always" } else { "never" };
             if let Err(e) = fs::write(&s.path, v) {
                 let err = format!("--mthp: writing {v} to {}: {e}", s.path.display());
-                c.restore_now();
+                c.restore();
                 return Err(err);
             }
         }
-        Ok(c)
+        Ok(Restoring::new(c))
     }
+}
+
+impl Restore for Changed {
+    const FAILED: &'static str = "mTHP RESTORE FAILED";
 
     /// Put every saved value back and check it stuck; the sizes that did not.
-    pub fn restore_now(&mut self) -> Vec<String> {
-        self.restored = true;
+    fn restore(&mut self) -> Vec<String> {
         let mut bad = Vec::new();
         for s in &self.saved {
             let _ = fs::write(&s.path, &s.value);
@@ -158,16 +159,6 @@ impl Changed {
             }
         }
         bad
-    }
-}
-
-impl Drop for Changed {
-    fn drop(&mut self) {
-        if !self.restored {
-            for b in self.restore_now() {
-                eprintln!("lockcast record: mTHP RESTORE FAILED: {b}");
-            }
-        }
     }
 }
 

@@ -2,29 +2,32 @@
 //! none mounted, and leaves it mounted: seen on these VMs after `lockcast record`, a tracefs
 //! with source `none` that was not there before. `record` puts back what it changes, so it
 //! notes whether any tracefs was mounted before perf ran and, if none was, unmounts the ones
-//! perf left, on success, error and Ctrl-C alike (as [`super::mthp::Changed`] does mTHP).
+//! perf left, on success, error and Ctrl-C alike (as mTHP is: [`super::restore`]).
 
 use std::process::Command;
+
+use super::restore::{Restore, Restoring};
 
 /// Whether a tracefs was mounted before the recording.
 pub struct Mount {
     was: bool,
-    restored: bool,
 }
 
 impl Mount {
-    /// Note the mounts as they are now.
-    pub fn note() -> Mount {
-        Mount {
+    /// Note the mounts as they are now; put back when dropped ([`Restoring`]).
+    pub fn note() -> Restoring<Mount> {
+        Restoring::new(Mount {
             was: !points(&mounts()).is_empty(),
-            restored: false,
-        }
+        })
     }
+}
+
+impl Restore for Mount {
+    const FAILED: &'static str = "could not unmount the tracefs perf mounted";
 
     /// Unmount the tracefs perf mounted (nothing when one was mounted before); what could not
     /// be unmounted, and why (busy: a tracer started meanwhile uses it).
-    pub fn restore_now(&mut self) -> Vec<String> {
-        self.restored = true;
+    fn restore(&mut self) -> Vec<String> {
         if self.was {
             return Vec::new();
         }
@@ -41,16 +44,6 @@ impl Mount {
             }
         }
         bad
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if !self.restored {
-            for b in self.restore_now() {
-                eprintln!("lockcast record: could not unmount the tracefs perf mounted: {b}");
-            }
-        }
     }
 }
 
