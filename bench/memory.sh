@@ -13,6 +13,8 @@
 #                        3x the bytes, not 4x: a recording cannot be repeated into a larger
 #                        one), under <target>/bench-whatif, recorded when missing (root:
 #                        bench/record-lrufault.sh)
+#   perfdatazst-S / -L   the same recordings zstd-compressed (`zstd -3`; read as a stream, not
+#                        mapped; the MB column shows the compressed sizes)
 # Cases (--cases, default below): input:table:format. JSON of names-L is left out of the
 # default: the baseline builds a serde_json value per cell of 10 M rows (tens of GB).
 #
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --cases) CASES=$2; shift 2 ;;
     --small-mb) SMALL_MB=$2; shift 2 ;;
     --large-mb) LARGE_MB=$2; shift 2 ;;
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +91,12 @@ need() {
       for run in 100 300; do
         bench/record-lrufault.sh "$new" "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed" "$run"
       done ;;
+    perfdatazst)
+      need perfdata
+      for size in S L; do
+        local f; f=$(path_of perfdatazst $size)
+        [ -f "$f" ] || zstd -q -3 -T2 -o "$f" "$(path_of perfdata $size)"
+      done ;;
     *) echo "$PROG: unknown input $1" >&2; exit 2 ;;
   esac
 }
@@ -99,6 +107,7 @@ path_of() {
       local run=100
       [ "$2" = L ] && run=300
       echo "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed/perf.data" ;;
+    perfdatazst) echo "$data/perfdata-$2.perf.data.zst" ;;
     *) echo "$data/$1-$2.txt" ;;
   esac
 }

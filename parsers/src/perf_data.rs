@@ -75,6 +75,7 @@ mod bytes;
 mod compact;
 pub mod kallsyms;
 pub mod print_fmt;
+mod spill;
 pub mod tracing;
 mod typed;
 mod view;
@@ -130,6 +131,10 @@ pub struct Options {
     /// allows (it has no build-id): its `_text` must be where the recording's kernel map puts
     /// it (the `[kernel.kallsyms]_text` MMAP record, KASLR included), else it is refused.
     pub kallsyms_from: Option<String>,
+    /// A stream (gzip, zstd, standard input) longer than this many bytes is written to an
+    /// unlinked temporary file and mapped rather than read into memory ([`spill`]); `None`:
+    /// 32 MiB.
+    pub spill_above: Option<usize>,
 }
 
 impl Options {
@@ -150,6 +155,7 @@ impl Options {
             }),
             kallsyms: Some(kallsyms::Kallsyms::parse("")),
             kallsyms_from: None,
+            spill_above: None,
         }
     }
 }
@@ -484,7 +490,9 @@ impl<'a> Reader<'a> {
                     bytes::Bytes::Owned(read_all(f)?)
                 }
             },
-            Input::Stream(r) => bytes::Bytes::Owned(read_all(r)?),
+            Input::Stream(r) => {
+                spill::read(r, self.opts.spill_above.unwrap_or(spill::SPILL_ABOVE))?
+            }
         };
         // The what-if's tables, built from these samples, are larger than the file (292 MiB
         // against 188 on a 2 M-event recording) and the walk unmaps it right after: letting

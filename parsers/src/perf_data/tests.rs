@@ -395,3 +395,53 @@ fn a_damaged_cmdline_count_leaves_the_cmdline_out_instead_of_sizing_an_allocatio
     assert_eq!(n_bad, n_good);
     assert_eq!(h_bad.os_release, h_good.os_release);
 }
+
+/// Read `bytes` as a stream with `opts`, giving only `only`'s samples when asked.
+fn read_stream(bytes: Vec<u8>, opts: Options, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
+    let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), opts);
+    if let Some(o) = only {
+        r.only(o);
+    }
+    let mut out = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        out.push(e);
+    }
+    (out, r.diagnostics().clone())
+}
+
+#[test]
+fn a_stream_read_through_a_temporary_file_gives_what_it_gives_read_into_memory() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/perfdata");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|d| d.unwrap().file_name().into_string().unwrap())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "{dirs:?}");
+    let spilled = |mut o: Options| {
+        o.spill_above = Some(4096);
+        o
+    };
+    for d in &dirs {
+        let bin = gunzip(&format!("fixtures/perfdata/{d}/perf.data.gz"));
+        assert!(bin.len() > 4096 * 16, "{d}: too short to spill");
+        let mem = read_stream(bin.clone(), Options::offline(false), None);
+        let file = read_stream(bin.clone(), spilled(Options::offline(false)), None);
+        assert!(!mem.0.is_empty(), "{d}");
+        assert_eq!(mem.0.len(), file.0.len(), "{d}");
+        assert!(mem == file, "{d}: events or notes differ");
+        // the lock events alone: the compaction's view over the mapped file
+        let only: &[&str] = &["contention_begin", "contention_end"];
+        let mem = read_stream(bin.clone(), Options::offline(false), Some(only));
+        let file = read_stream(bin, spilled(Options::offline(false)), Some(only));
+        assert!(mem == file, "{d}: lock events differ");
+    }
+    // a file cut short, read leniently: the one write into the mapping (its header)
+    let whole = replay_bytes();
+    let cut = u64_at(&whole, 40).unwrap() as usize + u64_at(&whole, 48).unwrap() as usize / 2 + 3;
+    let b = whole[..cut].to_vec();
+    let mem = read_stream(b.clone(), Options::offline(true), None);
+    let file = read_stream(b, spilled(Options::offline(true)), None);
+    assert_eq!(mem.1.skipped, 1);
+    assert!(mem == file, "cut short: events or notes differ");
+}
