@@ -328,12 +328,39 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// The explicit drains of a reconstruction with no known site (no call chain named it), the
+/// traced waits on them, and all traced waits on the lock: what [`after`]'s `no call chains`
+/// warning reads, taken before the holds go.
+#[derive(Debug, Clone, Copy)]
+pub struct NoSite {
+    pub drains: u64,
+    pub traced: u64,
+    pub contended: u64,
+}
+
+impl NoSite {
+    pub fn of(rec: &Reconstruction) -> NoSite {
+        let mut n = NoSite {
+            drains: 0,
+            traced: 0,
+            contended: rec.measured_contended(),
+        };
+        for h in &rec.holds {
+            if h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == NO_SITE {
+                n.drains += 1;
+                n.traced += u64::from(h.traced.get().is_some());
+            }
+        }
+        n
+    }
+}
+
 /// The warnings of a reconstructed capture: the optional parts [`before`] found missing, with
 /// the share of traced waits they leave uncovered, and identities that fail badly. Also
 /// returns the uncovered share of the answer (of all traced waits on the lock).
 pub fn after(
     (unc, waits): (u64, u64),
-    rec: &Reconstruction,
+    no_site: Option<NoSite>,
     id: &Identities,
     missing: &Missing,
 ) -> (Vec<Warning>, f64) {
@@ -391,16 +418,10 @@ pub fn after(
             uncovered_share: Some(unc_share),
         });
     }
-    if let Some(why) = missing.call_chains {
-        let (mut on_unknown, mut unknown) = (0u64, 0u64);
-        for h in &rec.holds {
-            if h.side == Side::Add && h.trigger == Trigger::Explicit && h.site == NO_SITE {
-                unknown += 1;
-                on_unknown += u64::from(h.traced.get().is_some());
-            }
-        }
+    if let (Some(why), Some(n)) = (missing.call_chains, no_site) {
+        let (unknown, on_unknown) = (n.drains, n.traced);
         if unknown > 0 {
-            let s = share(on_unknown, rec.measured_contended());
+            let s = share(on_unknown, n.contended);
             w.push(Warning {
                 check: "no call chains".into(),
                 message: format!(

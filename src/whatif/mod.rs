@@ -385,6 +385,16 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let mut all: Vec<&dyn Policy> = vec![&baseline];
     all.extend(variants.iter().copied());
     let variants_cal = sensitivity_calibrations(&samples, &cal, &rec);
+    // What the report reads of the rebuilt holds and folios, taken now: the layouts own what
+    // their builds read, so the holds and folios (~110 MB on a 2 M-event capture) go before
+    // the replays' buffers are allocated, below the peak instead of under it.
+    let measured = measured(&rec, cal.tail_cut_ns);
+    let rec_identities = identities_of(&rec, &t.sites);
+    let policy_notes = policy.notes(&rec);
+    let no_site = missing.call_chains.map(|_| checks::NoSite::of(&rec));
+    let rec_size = sample::size(&rec);
+    let (lock_name, measured_by_via) = (rec.lock_name.clone(), rec.measured_by_via.clone());
+    drop(rec);
     let pair: [&dyn Policy; 2] = [&baseline, policy];
     // Each row is one answer, read on its own: replayed on the whole capture even when the
     // replicates were sampled (a sample's few-% noise is small beside an interval's width but
@@ -462,7 +472,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
                 .collect::<Result<Vec<Vec<Vec<policy::Request>>>>>();
             let lead = made.map(|whole_reqs| {
                 let _ = point_cell.set(Some(Point {
-                    identities: identities(&rec, &it, &whole_reqs[0]),
+                    identities: with_intents(rec_identities, &it, &whole_reqs[0]),
                     same_requests: whole_reqs[0] == whole_reqs[1],
                     whole_reqs,
                 }));
@@ -474,7 +484,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     );
     lead?;
     // the point's requests go with it: nothing after this stage replays them
-    let Some(Point { mut identities, .. }) = point_cell.into_inner().flatten() else {
+    let Some(Point { identities, .. }) = point_cell.into_inner().flatten() else {
         return Err(Error::Input(
             "the point estimates were not made".to_string(),
         ));
@@ -496,7 +506,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .collect();
     let (rd, pd) = (&points[0].0, &points[1].0);
     let (replayed, predicted) = (rd.total, pd.total);
-    let by_path = path_rows(&rec, rd, pd);
+    let by_path = path_rows(&measured_by_via, rd, pd);
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample; `skip` jumps over a replicate's draws), so the
@@ -550,7 +560,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let (windows, sampled_share) = match (&win_points, &win_recs) {
         (Some(_), Some(ws)) => (
             ws.len(),
-            ws.iter().map(sample::size).sum::<usize>() as f64 / sample::size(&rec).max(1) as f64,
+            ws.iter().map(sample::size).sum::<usize>() as f64 / rec_size.max(1) as f64,
         ),
         _ => (0, 0.0),
     };
@@ -681,19 +691,8 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         });
     }
 
-    for h in rec
-        .holds
-        .iter()
-        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Explicit)
-    {
-        let name = t.sites.get(h.site as usize).map_or(
-            "no lru_add_drain in the call chain (or none captured)",
-            String::as_str,
-        );
-        *identities.drain_sites.entry(name.to_string()).or_default() += 1;
-    }
     let mut notes = Vec::new();
-    notes.extend(policy.notes(&rec));
+    notes.extend(policy_notes);
     if cal.n_stalls > 0 {
         notes.push(format!(
             "stalls: {} of the waits placed on a holder ({:.2}%) lasted {} on average beyond what the \
@@ -719,8 +718,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             t.skipped_lines
         ));
     }
-    let measured = measured(&rec, cal.tail_cut_ns);
-    let (mut warnings, uncovered) = checks::after(uncovered_waits, &rec, &identities, &missing);
+    let (mut warnings, uncovered) = checks::after(uncovered_waits, no_site, &identities, &missing);
     warnings.extend(checks::lazyfree_guess(
         &identities,
         &cal,
@@ -737,7 +735,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     Ok(Outcome {
         policy: policy.name().to_string(),
         params: policy.describe(),
-        lock: rec.lock_name.clone(),
+        lock: lock_name,
         capture: t.path.clone(),
         observation,
         observation_source,
@@ -890,12 +888,16 @@ fn workers(layouts: &[&intents::Layout]) -> Vec<(intents::Scratch, intents::Inte
         .collect()
 }
 
-fn path_rows(rec: &Reconstruction, rd: &des::Detailed, pd: &des::Detailed) -> Vec<PathRow> {
+fn path_rows(
+    measured_by_via: &BTreeMap<Via, (u64, Ns)>,
+    rd: &des::Detailed,
+    pd: &des::Detailed,
+) -> Vec<PathRow> {
     let mut vias: Vec<Via> = rd
         .by_via
         .keys()
         .chain(pd.by_via.keys())
-        .chain(rec.measured_by_via.keys())
+        .chain(measured_by_via.keys())
         .copied()
         .collect();
     vias.sort_unstable();
@@ -910,7 +912,7 @@ fn path_rows(rec: &Reconstruction, rd: &des::Detailed, pd: &des::Detailed) -> Ve
     };
     vias.into_iter()
         .map(|via| {
-            let (mc, mw) = rec.measured_by_via.get(&via).copied().unwrap_or((0, Ns(0)));
+            let (mc, mw) = measured_by_via.get(&via).copied().unwrap_or((0, Ns(0)));
             let r = rd.by_via.get(&via).copied().unwrap_or_default();
             let p = pd.by_via.get(&via).copied().unwrap_or_default();
             PathRow {
@@ -977,12 +979,9 @@ pub fn obs_name(o: Observation) -> &'static str {
     }
 }
 
-/// `base_reqs`: the baseline's requests on `it` (the kernel rule's add-side holds).
-fn identities(
-    rec: &Reconstruction,
-    it: &intents::Intents,
-    base_reqs: &[Vec<policy::Request>],
-) -> Identities {
+/// The identities read off the rebuilt holds and folios, and the explicit drains by site
+/// (`sites`: the capture's drain sites, [`Trace::sites`]); [`with_intents`] adds the rest.
+fn identities_of(rec: &Reconstruction, sites: &[String]) -> Identities {
     let mut id = Identities {
         unknown_order: rec.unknown_order,
         lazyfree_calls: rec.lazyfree_calls.len() as u64,
@@ -1021,6 +1020,32 @@ fn identities(
             }
         }
     }
+    for h in rec
+        .holds
+        .iter()
+        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Explicit)
+    {
+        let name = sites.get(h.site as usize).map_or(
+            "no lru_add_drain in the call chain (or none captured)",
+            String::as_str,
+        );
+        match id.drain_sites.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                id.drain_sites.insert(name.to_string(), 1);
+            }
+        }
+    }
+    id
+}
+
+/// `id` ([`identities_of`]) with the counts of the point's intents `it` and of `base_reqs`, the
+/// baseline's requests on them (the kernel rule's add-side holds).
+fn with_intents(
+    mut id: Identities,
+    it: &intents::Intents,
+    base_reqs: &[Vec<policy::Request>],
+) -> Identities {
     for s in &it.streams {
         let mut zaps: BTreeMap<u32, (u32, u64)> = BTreeMap::new();
         for i in s {
