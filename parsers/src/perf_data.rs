@@ -31,14 +31,14 @@
 //!
 //! perf.data keeps its feature sections (event names, tracing data, build-ids) after the data
 //! section, and the record reader seeks to them, so the whole file is at hand before any record
-//! is read. A stream (standard input, gzip, zstd) is read into memory whole: memory is its
-//! decompressed size plus the records of one round. A plain file is mapped and never written
-//! ([`view`]); every pass over its data section (the framing check, [`Reader::only`]'s
-//! compaction, the record reader) lets go of the pages it has passed ([`bytes::Behind`]), so
-//! the file's share of the resident set stays a few MiB whatever its size (`report` of a
-//! 197 MB recording peaked at 248 MiB before, 86 since; of a 590 MB one at 721 and 141). The
-//! what-if's reader ([`Reader::typed_samples`]) keeps the pages: what it builds afterwards is
-//! larger than the file, so letting go would lower no peak.
+//! is read. A stream (standard input, gzip, zstd) up to 32 MiB is read into memory whole; a
+//! longer one is written to an unlinked temporary file and mapped ([`spill`]). A plain file is
+//! mapped and never written ([`view`]); every pass over its data section (the framing check,
+//! [`Reader::only`]'s compaction, the record reader, the what-if's walk in
+//! [`Reader::typed_samples`]) lets go of the pages it has passed ([`bytes::Behind`]), so the
+//! file's share of the resident set stays a few MiB whatever its size (`report` of a 197 MB
+//! recording peaked at 248 MiB before, 86 since; of a 590 MB one at 721 and 141). Before the
+//! what-if's walk the check leaves the pages for it (they would be faulted in again at once).
 //!
 //! # Reading some events only
 //!
@@ -401,9 +401,14 @@ impl<'a> Reader<'a> {
             IdMap::default()
         };
         let mut counts = bulk::Counts::default();
-        let Some(data) = buf.0.get(from..to) else {
+        let bytes: &bytes::Bytes = &buf.0;
+        let Some(data) = bytes.get(from..to) else {
             return Ok(None);
         };
+        // What the what-if builds from the samples is as large as the file (a 2 M-event
+        // recording: 188 MB, ~110 MB of samples and rebuilt holds), so the pages the walk has
+        // passed go: the file's pages and the samples are then not resident together.
+        let mut behind = bytes::Behind::new(from, to);
         let Some(mut out) = bulk::walk(
             data,
             &st.sample_types,
@@ -411,6 +416,7 @@ impl<'a> Reader<'a> {
             &ids,
             plan,
             &mut counts,
+            |pos| behind.at(bytes, from + pos),
         ) else {
             return Ok(None);
         };
@@ -494,14 +500,12 @@ impl<'a> Reader<'a> {
                 spill::read(r, self.opts.spill_above.unwrap_or(spill::SPILL_ABOVE))?
             }
         };
-        // The what-if's tables, built from these samples, are larger than the file (292 MiB
-        // against 188 on a 2 M-event recording) and the walk unmaps it right after: letting
-        // its pages go would cost the walk a second fault-in of each and lower no peak.
-        if self.typed.is_some() {
-            buf.keep_resident();
-        }
+        // The what-if's reader walks the data section right after the check and lets go behind
+        // itself ([`Reader::typed_samples`]): the check leaves the pages for it rather than
+        // letting them go to be faulted in again at once.
+        let let_go = self.typed.is_none();
         let lenient = self.opts.common.lenient;
-        let checked = check(&mut buf, lenient, &mut self.diagnostics)?;
+        let checked = check(&mut buf, lenient, let_go, &mut self.diagnostics)?;
         // samples of events not asked for: out of what the record reader reads, before it sorts
         // them (a file cut short keeps them: its ids come from the attr section, below)
         let mut dropped = match &self.only {
@@ -914,8 +918,15 @@ fn u64_at(b: &[u8], i: usize) -> Option<u64> {
 
 /// Check the header and every record's framing; in lenient mode cut a file cut short back to
 /// its last whole record (patching the header in `buf`). Pipe mode: take the tracing data (which
-/// follows its record outside the record's size) out of the stream.
-fn check(buf: &mut bytes::Bytes, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
+/// follows its record outside the record's size) out of the stream. `let_go`: release the pages
+/// of the data section behind the walk ([`bytes::Behind`]); not when the next pass walks it
+/// right after and lets go itself ([`Reader::typed_samples`]).
+fn check(
+    buf: &mut bytes::Bytes,
+    lenient: bool,
+    let_go: bool,
+    diags: &mut Diagnostics,
+) -> Result<Checked, Error> {
     let len = buf.len() as u64;
     if buf.len() < 16 {
         return Err(binary(
@@ -987,7 +998,8 @@ fn check(buf: &mut bytes::Bytes, lenient: bool, diags: &mut Diagnostics) -> Resu
     let mut records = 0u64;
     let mut kernel_map = None;
     let mut unknown = Vec::new();
-    let mut behind = bytes::Behind::new(data_off as usize, end as usize);
+    let until = if let_go { end } else { data_off };
+    let mut behind = bytes::Behind::new(data_off as usize, until as usize);
     while pos < end {
         let p = pos as usize;
         behind.at(buf, p);

@@ -136,7 +136,7 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
 
 /// Walk the records of `data` (the data section, records whole: the file was checked) and
 /// decode every sample, in file order ([`order`] sorts them). `None`: something here needs the
-/// record reader.
+/// record reader. `passed` is told where each record ends (to let go of the pages behind).
 pub(super) fn walk(
     data: &[u8],
     sample_types: &[u64],
@@ -144,6 +144,7 @@ pub(super) fn walk(
     attr_of_id: &super::IdMap,
     plan: &Plan,
     counts: &mut Counts,
+    mut passed: impl FnMut(usize),
 ) -> Option<TypedSamples> {
     let mut out = TypedSamples {
         events: attrs
@@ -244,6 +245,7 @@ pub(super) fn walk(
             _ => return None,
         }
         pos = next;
+        passed(pos);
     }
     if pos != data.len() {
         return None;

@@ -21,13 +21,13 @@ pub(super) enum Bytes {
     Owned(Vec<u8>),
     /// A private (copy-on-write) mapping of a plain file, of which the first `len` bytes are
     /// the file (fewer than mapped once [`Bytes::truncate`] has cut a partial record);
-    /// `keep`: [`Bytes::release`] leaves its pages alone, because something wrote into it (a
+    /// `written`: something wrote into it, and [`Bytes::release`] leaves its pages alone (a
     /// written page is no longer the file's: released, its bytes would turn back into the
-    /// file's) or the reader asked ([`Bytes::keep_resident`]).
+    /// file's).
     Mapped {
         map: memmap2::MmapMut,
         len: usize,
-        keep: bool,
+        written: bool,
     },
 }
 
@@ -57,16 +57,8 @@ impl Bytes {
         Some(Bytes::Mapped {
             map,
             len,
-            keep: false,
+            written: false,
         })
-    }
-
-    /// Make [`Bytes::release`] a no-op: for a reader whose peak comes later, from what it
-    /// builds, so letting pages go would cost faults and lower nothing.
-    pub(super) fn keep_resident(&mut self) {
-        if let Bytes::Mapped { keep, .. } = self {
-            *keep = true;
-        }
     }
 
     /// Let go of the resident pages wholly inside bytes `from..to`, which a pass has read and
@@ -77,7 +69,7 @@ impl Bytes {
         let Bytes::Mapped {
             map,
             len,
-            keep: false,
+            written: false,
         } = self
         else {
             return;
@@ -85,7 +77,7 @@ impl Bytes {
         let a = from.div_ceil(ALIGN).saturating_mul(ALIGN);
         let b = to.min(*len) / ALIGN * ALIGN;
         if a < b {
-            // SAFETY: nothing wrote into the mapping (the first write sets `keep`), so every
+            // SAFETY: nothing wrote into the mapping (the first write sets `written`), so every
             // page in it is the file's page-cache page mapped in place; after MADV_DONTNEED the
             // next read of one maps the same page again, and every reference into the mapping
             // sees the same bytes as before. (A process writing the file meanwhile changes them either
@@ -134,8 +126,8 @@ impl DerefMut for Bytes {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             Bytes::Owned(v) => v,
-            Bytes::Mapped { map, len, keep } => {
-                *keep = true;
+            Bytes::Mapped { map, len, written } => {
+                *written = true;
                 &mut map[..*len]
             }
         }
