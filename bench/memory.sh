@@ -15,7 +15,8 @@
 #                        bench/record-lrufault.sh)
 #   perfdatazst-S / -L   the same recordings zstd-compressed (`zstd -3`; read as a stream, not
 #                        mapped; the MB column shows the compressed sizes)
-# Cases (--cases, default below): input:table:format. JSON of names-L is left out of the
+# Cases (--cases, default below): input:table:format[:-], the `:-` writing to standard output
+# (`-o - --to FORMAT`, into /dev/null) instead of a file. JSON of names-L is left out of the
 # default: the baseline builds a serde_json value per cell of 10 M rows (tens of GB).
 #
 # usage: bench/memory.sh [--repeats N] [--base BIN] [--cases "names:lock_stats:parquet ..."]
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --cases) CASES=$2; shift 2 ;;
     --small-mb) SMALL_MB=$2; shift 2 ;;
     --large-mb) LARGE_MB=$2; shift 2 ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -122,11 +123,13 @@ trap 'rm -rf "$rss" "$out"' EXIT
 # run BIN CASE SIZE: one peak RSS (KiB) appended to $rss/BIN.CASE.SIZE
 run() {
   local bin=$1 c=$2 size=$3
-  IFS=: read -r input table fmt <<< "$c"
+  IFS=: read -r input table fmt dest <<< "$c"
   local log=$rss/log
   rm -f "$out"/t.*
+  local to=(-o "$out/t.$fmt")
+  [ "$dest" = - ] && to=(-o - --to "$fmt")
   if ! /usr/bin/time -f '%M' -o "$log" "$(bin_of "$bin")" parse "$(path_of "$input" "$size")" \
-      --table "$table" -o "$out/t.$fmt" > /dev/null 2> "$rss/stderr"; then
+      --table "$table" "${to[@]}" > /dev/null 2> "$rss/stderr"; then
     echo "$PROG: FAILED: $bin parse $input-$size --table $table -o t.$fmt: $(tail -1 "$rss/stderr")" >&2
     exit 1
   fi

@@ -19,7 +19,8 @@ Exit codes:
   4  I/O error: a file could not be read or written, a gzip/zstd stream damaged or cut short
   5  record: not root, perf or a tracepoint missing, perf or the workload failed
   130 record: interrupted (Ctrl-C), after putting back every setting it changed
-On error nothing is written: outputs go to a temporary file renamed into place when complete.
+On error nothing is written: outputs go to a temporary file renamed into place when complete
+(`-o -`: an unlinked one in $TMPDIR, copied to stdout when complete).
 --lenient skips malformed lines and prints how many (each skipped line costs at most its own
 row or event); lines over 1 MiB are malformed lines, never buffered.
 

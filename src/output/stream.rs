@@ -1,12 +1,14 @@
 //! One table written piece by piece. Files go straight to disk as frames are handed in (Parquet
 //! one row group per frame, CSV rows after one header, JSON objects of one array), so memory
 //! holds one frame at a time however large the input; the bytes are those of writing the whole
-//! table at once ([`super::write::write_frame_to`]). Standard output is collected and written at
-//! the end (an error then leaves nothing half-printed). Like [`super::write`], a file appears
-//! under its name only when complete (temporary file + rename).
+//! table at once ([`super::write::write_frame_to`]). Like [`super::write`], a file appears
+//! under its name only when complete (temporary file + rename). Standard output is written the
+//! same way into an unlinked temporary file (in `$TMPDIR`, else `/tmp`) and copied out when
+//! complete: an error then leaves nothing half-printed, and memory still holds one frame at a
+//! time (it was collected in memory whole, and is when no temporary file can be made).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
@@ -17,24 +19,33 @@ use crate::error::{Error, Result};
 enum State {
     /// Nothing received yet.
     Empty,
-    /// Parquet being written to a temporary file in the target directory.
+    /// Parquet being written to a temporary file.
     Parquet {
-        tmp: tempfile::NamedTempFile,
+        tmp: Tmp,
         writer: Box<polars::io::parquet::write::BatchedWriter<File>>,
     },
     /// CSV being written: the header with the first frame, rows with every frame.
     Csv {
-        tmp: tempfile::NamedTempFile,
+        tmp: Tmp,
         writer: Box<polars::io::csv::write::BatchedWriter<File>>,
     },
     /// A JSON array being written: `[`, then each frame's objects.
     Json {
-        tmp: tempfile::NamedTempFile,
+        tmp: Tmp,
         out: BufWriter<File>,
         first: bool,
     },
-    /// Frames for standard output, kept until [`TableWriter::finish`].
+    /// Frames for standard output when no temporary file could be made, kept until
+    /// [`TableWriter::finish`].
     Memory(Vec<DataFrame>),
+}
+
+/// Where a table is written until it is complete.
+enum Tmp {
+    /// A temporary file beside the target file, renamed onto it.
+    Beside(tempfile::NamedTempFile),
+    /// An unlinked temporary file for standard output, copied out.
+    Unlinked(File),
 }
 
 /// A table file being written.
@@ -88,21 +99,22 @@ impl TableWriter {
         }
         self.rows += df.height() as u64;
         if matches!(self.state, State::Empty) {
-            self.state = match (&self.dest, self.format) {
-                (Dest::File(path), FileFormat::Parquet) => self.open_parquet(path, &df)?,
-                (Dest::File(path), FileFormat::Csv) => self.open_csv(path, &df)?,
-                (Dest::File(path), FileFormat::Json) => {
-                    let (tmp, file) = temp_in(path)?;
-                    let mut out = BufWriter::new(file);
-                    out.write_all(b"[\n")
-                        .map_err(|e| Error::io(path.display(), e))?;
-                    State::Json {
-                        tmp,
-                        out,
-                        first: true,
+            self.state = match self.temp()? {
+                None => State::Memory(Vec::new()),
+                Some((tmp, file)) => match self.format {
+                    FileFormat::Parquet => self.open_parquet(tmp, file, &df)?,
+                    FileFormat::Csv => self.open_csv(tmp, file, &df)?,
+                    FileFormat::Json => {
+                        let mut out = BufWriter::new(file);
+                        out.write_all(b"[\n")
+                            .map_err(|e| Error::io(self.dest.display(), e))?;
+                        State::Json {
+                            tmp,
+                            out,
+                            first: true,
+                        }
                     }
-                }
-                (Dest::Stdout, _) => State::Memory(Vec::new()),
+                },
             };
         }
         let name = self.dest.display();
@@ -142,7 +154,10 @@ impl TableWriter {
         self.rows += enc.rows as u64;
         if matches!(self.state, State::Empty) {
             self.state = match (&self.dest, self.format) {
-                (Dest::File(path), FileFormat::Parquet) => self.open_parquet(path, &enc.schema)?,
+                (Dest::File(path), FileFormat::Parquet) => {
+                    let (tmp, file) = temp_in(path)?;
+                    self.open_parquet(Tmp::Beside(tmp), file, &enc.schema)?
+                }
                 _ => {
                     return Err(Error::Input(format!(
                         "{}: Parquet row groups for a file of another format",
@@ -175,8 +190,18 @@ impl TableWriter {
         )
     }
 
-    fn open_csv(&self, path: &Path, df: &DataFrame) -> Result<State> {
-        let (tmp, file) = temp_in(path)?;
+    /// The temporary file this table is written to and a handle to write it with; `None`:
+    /// standard output and no temporary file could be made (the frames are then kept).
+    fn temp(&self) -> Result<Option<(Tmp, File)>> {
+        match &self.dest {
+            Dest::File(path) => temp_in(path).map(|(t, f)| Some((Tmp::Beside(t), f))),
+            Dest::Stdout => Ok(tempfile::tempfile()
+                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f), w)))
+                .ok()),
+        }
+    }
+
+    fn open_csv(&self, tmp: Tmp, file: File, df: &DataFrame) -> Result<State> {
         // the schema after lists are joined: the header names are the same
         let flat = flatten_lists(&df.clear()).map_err(self.ctx())?;
         // unbuffered: the writer serializes whole batches of rows before each write
@@ -189,8 +214,7 @@ impl TableWriter {
         })
     }
 
-    fn open_parquet(&self, path: &Path, df: &DataFrame) -> Result<State> {
-        let (tmp, file) = temp_in(path)?;
+    fn open_parquet(&self, tmp: Tmp, file: File, df: &DataFrame) -> Result<State> {
         let writer = ParquetWriter::new(file)
             .with_compression(super::row_groups::COMPRESSION)
             .batched(df.schema())
@@ -241,15 +265,27 @@ impl TableWriter {
 }
 
 impl TableWriter {
-    /// Give the complete temporary file its final name.
-    fn persist(&self, tmp: tempfile::NamedTempFile) -> Result<()> {
-        let Dest::File(path) = &self.dest else {
-            return Err(Error::Input("a streamed table to standard output".into()));
-        };
-        super::write::output_mode(tmp.path(), path)?;
-        tmp.persist(path)
-            .map_err(|e| Error::io(path.display(), e.error))?;
-        Ok(())
+    /// Give the complete temporary file its final name, or copy it to standard output.
+    fn persist(&self, tmp: Tmp) -> Result<()> {
+        match (tmp, &self.dest) {
+            (Tmp::Beside(tmp), Dest::File(path)) => {
+                super::write::output_mode(tmp.path(), path)?;
+                tmp.persist(path)
+                    .map_err(|e| Error::io(path.display(), e.error))?;
+                Ok(())
+            }
+            (Tmp::Unlinked(mut f), _) => {
+                let name = self.dest.display();
+                f.rewind().map_err(|e| Error::io(&name, e))?;
+                let mut out = std::io::stdout().lock();
+                std::io::copy(&mut f, &mut out)
+                    .and_then(|_| out.flush())
+                    .map_err(|e| Error::io(&name, e))
+            }
+            (Tmp::Beside(_), Dest::Stdout) => Err(Error::Input(
+                "a table file's temporary file for standard output".into(),
+            )),
+        }
     }
 }
 

@@ -157,3 +157,67 @@ fn streaming_a_named_table_of_a_mail_and_a_missing_one() {
     assert!(!out.exists(), "a failed parse left {}", out.display());
     assert!(!Path::new(&out).with_extension("csv.tmp").exists());
 }
+
+#[test]
+fn streaming_to_standard_output_gives_the_file_written_in_pieces() {
+    // `-o -` goes through an unlinked temporary file as a table file does: the same bytes
+    // (CSV, JSON) and the same rows in the same row groups (Parquet), in pieces or not
+    let t = "fixtures/ftrace/tracefs-6.18.44-default.txt";
+    for chunk in [None, Some("7")] {
+        for fmt in ["csv", "json", "parquet"] {
+            let file = tables(t, "contention", fmt, chunk);
+            let mut args = vec!["parse", t, "--table", "contention", "-o", "-", "--to", fmt];
+            if let Some(n) = chunk {
+                args.extend(["--chunk-rows", n]);
+            }
+            let o = lockcast(&args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            let (out, want) = (&o.stdout, &file[0].1);
+            if fmt == "parquet" {
+                assert!(parquet_frame(out).equals_missing(&parquet_frame(want)));
+                assert_eq!(row_groups(out), row_groups(want), "{chunk:?}");
+            } else {
+                assert!(
+                    out == want,
+                    "{fmt} {chunk:?}: {} vs {} bytes",
+                    out.len(),
+                    want.len()
+                );
+            }
+        }
+    }
+    // a malformed line (line 361 of 401) after pieces of 7 waits were written: nothing on
+    // standard output
+    let text = std::fs::read_to_string(t).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = lines.len() * 9 / 10;
+    let bad = [&lines[..cut], &["            bash-14525   [000] .....   53x.588625: contention_begin: lock=0xffff8881 flags=SPIN"], &lines[cut..]]
+        .concat()
+        .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.txt");
+    std::fs::write(&p, bad).unwrap();
+    let p = p.to_string_lossy().into_owned();
+    for fmt in ["csv", "json", "parquet"] {
+        let args = [
+            "parse",
+            &p,
+            "--table",
+            "contention",
+            "-o",
+            "-",
+            "--to",
+            fmt,
+            "--chunk-rows",
+            "7",
+        ];
+        let o = lockcast(&args);
+        assert_eq!(o.status.code(), Some(3), "{fmt}: {}", stderr(&o));
+        assert!(
+            o.stdout.is_empty(),
+            "{fmt}: {} bytes printed",
+            o.stdout.len()
+        );
+        assert!(stderr(&o).contains("bad.txt:361:"), "{}", stderr(&o));
+    }
+}
