@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::write::{flatten_lists, frame_to_json, write_frame_to, Dest, FileFormat};
+use super::write::{flatten_lists, row_to_json, write_frame_to, Dest, FileFormat};
 use crate::error::{Error, Result};
 
 enum State {
@@ -322,10 +322,8 @@ fn write_json_rows(
     df: &DataFrame,
     first: &mut bool,
 ) -> std::result::Result<(), JsonError> {
-    let serde_json::Value::Array(rows) = frame_to_json(df).map_err(JsonError::Polars)? else {
-        return Ok(());
-    };
-    for row in rows {
+    for i in 0..df.height() {
+        let row = row_to_json(df, i).map_err(JsonError::Polars)?;
         let text = serde_json::to_string_pretty(&row).map_err(|e| JsonError::Io(e.into()))?;
         if !*first {
             out.write_all(b",\n").map_err(JsonError::Io)?;

@@ -185,16 +185,20 @@ pub(crate) fn flatten_lists(df: &DataFrame) -> PolarsResult<DataFrame> {
 
 /// A frame as a JSON array of objects (column order kept).
 pub fn frame_to_json(df: &DataFrame) -> PolarsResult<serde_json::Value> {
-    let cols = df.columns();
-    let mut rows = Vec::with_capacity(df.height());
-    for i in 0..df.height() {
-        let mut obj = serde_json::Map::new();
-        for c in cols {
-            obj.insert(c.name().to_string(), any_to_json(c.get(i)?));
-        }
-        rows.push(serde_json::Value::Object(obj));
-    }
+    let rows = (0..df.height())
+        .map(|i| row_to_json(df, i))
+        .collect::<PolarsResult<Vec<_>>>()?;
     Ok(serde_json::Value::Array(rows))
+}
+
+/// Row `i` of `df` as one element of [`frame_to_json`]'s array: a writer of many rows builds
+/// one at a time instead of the whole array (a `serde_json` object per row is ~1 KB).
+pub(crate) fn row_to_json(df: &DataFrame, i: usize) -> PolarsResult<serde_json::Value> {
+    let mut obj = serde_json::Map::new();
+    for c in df.columns() {
+        obj.insert(c.name().to_string(), any_to_json(c.get(i)?));
+    }
+    Ok(serde_json::Value::Object(obj))
 }
 
 fn any_to_json(v: AnyValue<'_>) -> serde_json::Value {
