@@ -385,16 +385,15 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let mut all: Vec<&dyn Policy> = vec![&baseline];
     all.extend(variants.iter().copied());
     let variants_cal = sensitivity_calibrations(&samples, &cal, &rec);
-    // What the report reads of the rebuilt holds and folios, taken now: the layouts own what
-    // their builds read, so the holds and folios (~110 MB on a 2 M-event capture) go before
-    // the replays' buffers are allocated, below the peak instead of under it.
+    // What the report reads of the rebuilt holds and folios, taken now (the identities by the
+    // lead below, off the serial path): the layouts own what their builds read, so the holds
+    // and folios (~110 MB on a 2 M-event capture) go before the replays' buffers are
+    // allocated, below the peak instead of under it.
     let measured = measured(&rec, cal.tail_cut_ns);
-    let rec_identities = identities_of(&rec, &t.sites);
     let policy_notes = policy.notes(&rec);
     let no_site = missing.call_chains.map(|_| checks::NoSite::of(&rec));
     let rec_size = sample::size(&rec);
     let (lock_name, measured_by_via) = (rec.lock_name.clone(), rec.measured_by_via.clone());
-    drop(rec);
     let pair: [&dyn Policy; 2] = [&baseline, policy];
     // Each row is one answer, read on its own: replayed on the whole capture even when the
     // replicates were sampled (a sample's few-% noise is small beside an interval's width but
@@ -460,6 +459,8 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         || {
             // the waiting jobs must not wait for a lead that unwound
             let guard = SetOnDrop(&point_cell);
+            let rec_identities = identities_of(&rec, &t.sites);
+            drop(rec);
             // One layout of the streams for every calibration; each calibration re-times it
             // once and every policy replays the same intents.
             let mut scratch = intents::Scratch::default();
@@ -1002,15 +1003,20 @@ fn identities_of(rec: &Reconstruction, sites: &[String]) -> Identities {
             id.release_folios += 1;
         }
     }
-    id.release_holds = rec.holds.iter().filter(|h| h.via == Via::Release).count() as u64;
+    // explicit drains by site number, named below (a handful of sites, ~10^6 drains)
+    let mut by_site: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     for h in &rec.holds {
+        id.release_holds += u64::from(h.via == Via::Release);
         match h.side {
             Side::Add => {
                 id.add_holds_measured += 1;
                 match h.trigger {
                     Trigger::Full => id.drains_full += 1,
                     Trigger::Large => id.drains_large += 1,
-                    Trigger::Explicit => id.drains_explicit += 1,
+                    Trigger::Explicit => {
+                        id.drains_explicit += 1;
+                        *by_site.entry(h.site).or_default() += 1;
+                    }
                 }
             }
             Side::Free => id.free_holds += 1,
@@ -1020,21 +1026,13 @@ fn identities_of(rec: &Reconstruction, sites: &[String]) -> Identities {
             }
         }
     }
-    for h in rec
-        .holds
-        .iter()
-        .filter(|h| h.side == Side::Add && h.trigger == Trigger::Explicit)
-    {
-        let name = sites.get(h.site as usize).map_or(
+    // by name: a site number no name is known for counts as one unknown site
+    for (site, n) in by_site {
+        let name = sites.get(site as usize).map_or(
             "no lru_add_drain in the call chain (or none captured)",
             String::as_str,
         );
-        match id.drain_sites.get_mut(name) {
-            Some(n) => *n += 1,
-            None => {
-                id.drain_sites.insert(name.to_string(), 1);
-            }
-        }
+        *id.drain_sites.entry(name.to_string()).or_default() += n;
     }
     id
 }
