@@ -1,5 +1,6 @@
-//! The whole perf.data file in memory: read from a stream (standard input, a gzip or zstd
-//! file), or a plain file mapped copy-on-write.
+//! The whole perf.data file at hand: read from a short stream (standard input, a gzip or zstd
+//! file), or a file mapped copy-on-write (a plain perf.data, or the temporary file a long
+//! stream was written to: [`super::spill`]).
 //!
 //! Why map: reading a file into a `Vec` costs a fresh zeroed page and a copy out of the page
 //! cache per 4 KiB, about 30 ms for a 60 MiB recording and 85 ms for 188 MiB on the 2-CPU VMs
@@ -17,9 +18,9 @@ use std::ops::{Deref, DerefMut};
 
 /// The file's bytes.
 pub(super) enum Bytes {
-    /// Read from a stream.
+    /// Read from a stream (or a file that could not be mapped).
     Owned(Vec<u8>),
-    /// A private (copy-on-write) mapping of a plain file, of which the first `len` bytes are
+    /// A private (copy-on-write) mapping of a file, of which the first `len` bytes are
     /// the file (fewer than mapped once [`Bytes::truncate`] has cut a partial record);
     /// `written`: something wrote into it, and [`Bytes::release`] leaves its pages alone (a
     /// written page is no longer the file's: released, its bytes would turn back into the
