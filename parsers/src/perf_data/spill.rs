@@ -10,6 +10,10 @@
 //! ([`Bytes::release`]): the reader's peak no longer grows with the recording. Below the
 //! threshold, the copy through a file would cost time and save nothing worth saving.
 //!
+//! A pipe-mode perf.data (`perf record -o -`) stays in memory: its check takes the tracing
+//! data out of the middle of the stream, in a buffer of its own (`check_pipe`), so a mapping
+//! would only be copied into memory whole after the time spent writing it out.
+//!
 //! A temporary file that cannot be made or written (no room, read-only `$TMPDIR`) is not an
 //! error: what was written is read back and the rest of the stream read into memory, as
 //! before. Errors reading the stream itself (a damaged gzip member) are the caller's.
@@ -29,7 +33,8 @@ const CHUNK: usize = 4 << 20;
 pub(super) fn read(mut input: impl Read, above: usize) -> std::io::Result<Bytes> {
     let mut head = Vec::new();
     (&mut input).take(above as u64 + 1).read_to_end(&mut head)?;
-    if head.len() <= above {
+    if head.len() <= above || is_pipe(&head) {
+        input.read_to_end(&mut head)?;
         return Ok(Bytes::Owned(head));
     }
     let Ok(mut file) = tempfile::tempfile() else {
@@ -50,6 +55,12 @@ pub(super) fn read(mut input: impl Read, above: usize) -> std::io::Result<Bytes>
             Ok(Bytes::Owned(all))
         }
     }
+}
+
+/// The stream starts with a pipe-mode header (the magic, then a header size of 16).
+fn is_pipe(head: &[u8]) -> bool {
+    head.starts_with(super::MAGIC)
+        && head.get(8..16) == Some(&super::PIPE_HEADER_LEN.to_le_bytes()[..])
 }
 
 /// What [`write_out`] did with the stream.
@@ -127,6 +138,26 @@ mod tests {
         let past = read(Dribble(&data), 9_999).unwrap();
         assert!(matches!(past, Bytes::Mapped { .. }), "not spilled");
         assert_eq!(&past[..], &data[..]);
+    }
+
+    #[test]
+    fn a_pipe_mode_stream_stays_in_memory_and_a_file_mode_one_is_spilled() {
+        let mut data = bytes(50_000);
+        data[..8].copy_from_slice(super::super::MAGIC);
+        data[8..16].copy_from_slice(&16u64.to_le_bytes());
+        let pipe = read(Dribble(&data), 1_000).unwrap();
+        assert!(
+            matches!(pipe, Bytes::Owned(_)),
+            "a pipe-mode stream spilled"
+        );
+        assert!(pipe[..] == data[..]);
+        data[8..16].copy_from_slice(&104u64.to_le_bytes());
+        let file = read(Dribble(&data), 1_000).unwrap();
+        assert!(
+            matches!(file, Bytes::Mapped { .. }),
+            "a file-mode stream kept"
+        );
+        assert!(file[..] == data[..]);
     }
 
     #[test]
