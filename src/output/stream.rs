@@ -42,8 +42,11 @@ enum State {
 
 /// Where a table is written until it is complete.
 enum Tmp {
-    /// A temporary file beside the target file, renamed onto it.
-    Beside(tempfile::NamedTempFile),
+    /// A temporary file beside the target file `path`, renamed onto it.
+    Beside {
+        tmp: tempfile::NamedTempFile,
+        path: PathBuf,
+    },
     /// An unlinked temporary file for standard output, copied out.
     Unlinked(File),
 }
@@ -156,7 +159,8 @@ impl TableWriter {
             self.state = match (&self.dest, self.format) {
                 (Dest::File(path), FileFormat::Parquet) => {
                     let (tmp, file) = temp_in(path)?;
-                    self.open_parquet(Tmp::Beside(tmp), file, &enc.schema)?
+                    let path = path.clone();
+                    self.open_parquet(Tmp::Beside { tmp, path }, file, &enc.schema)?
                 }
                 _ => {
                     return Err(Error::Input(format!(
@@ -194,7 +198,10 @@ impl TableWriter {
     /// standard output and no temporary file could be made (the frames are then kept).
     fn temp(&self) -> Result<Option<(Tmp, File)>> {
         match &self.dest {
-            Dest::File(path) => temp_in(path).map(|(t, f)| Some((Tmp::Beside(t), f))),
+            Dest::File(path) => temp_in(path).map(|(tmp, f)| {
+                let path = path.clone();
+                Some((Tmp::Beside { tmp, path }, f))
+            }),
             Dest::Stdout => Ok(tempfile::tempfile()
                 .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f), w)))
                 .ok()),
@@ -267,14 +274,14 @@ impl TableWriter {
 impl TableWriter {
     /// Give the complete temporary file its final name, or copy it to standard output.
     fn persist(&self, tmp: Tmp) -> Result<()> {
-        match (tmp, &self.dest) {
-            (Tmp::Beside(tmp), Dest::File(path)) => {
-                super::write::output_mode(tmp.path(), path)?;
-                tmp.persist(path)
+        match tmp {
+            Tmp::Beside { tmp, path } => {
+                super::write::output_mode(tmp.path(), &path)?;
+                tmp.persist(&path)
                     .map_err(|e| Error::io(path.display(), e.error))?;
                 Ok(())
             }
-            (Tmp::Unlinked(mut f), _) => {
+            Tmp::Unlinked(mut f) => {
                 let name = self.dest.display();
                 f.rewind().map_err(|e| Error::io(&name, e))?;
                 let mut out = std::io::stdout().lock();
@@ -282,9 +289,6 @@ impl TableWriter {
                     .and_then(|_| out.flush())
                     .map_err(|e| Error::io(&name, e))
             }
-            (Tmp::Beside(_), Dest::Stdout) => Err(Error::Input(
-                "a table file's temporary file for standard output".into(),
-            )),
         }
     }
 }

@@ -333,8 +333,11 @@ fn pct(x: f64) -> String {
 /// warning reads, taken before the holds go.
 #[derive(Debug, Clone, Copy)]
 pub struct NoSite {
+    /// Explicit drains whose site is [`NO_SITE`].
     pub drains: u64,
+    /// Those of them a traced wait is attached to.
     pub traced: u64,
+    /// Traced waits on the lock ([`Reconstruction::measured_contended`]).
     pub contended: u64,
 }
 
