@@ -34,8 +34,9 @@ pub fn size(rec: &Reconstruction) -> usize {
 /// `k` windows of `t`, one in each `k`-th of its span (where in it drawn from `seed`), each
 /// rebuilt on its own, holding about `budget` holds and folios together; `None` when the
 /// capture is under twice the budget (replaying it whole costs little more), when `budget` is
-/// 0, or when a window cannot be rebuilt or has no hold of the lock (a capture too bursty to
-/// sample evenly): the caller replays the whole capture then.
+/// 0, or when in some `k`-th no window of [`REDRAWS`] + 1 draws can be rebuilt with a hold of
+/// the lock (a capture too bursty to sample evenly): the caller replays the whole capture
+/// then.
 pub fn windows(
     t: &Trace,
     rec: &Reconstruction,
@@ -60,22 +61,36 @@ pub fn windows(
     // it), which windows at fixed spacing could catch always in the same phase.
     let mut rng = crate::stats::Rng::new(seed);
     let slack = (span / k as f64 - len).max(0.0);
-    let ranges: Vec<(i64, i64)> = (0..k)
-        .map(|i| {
-            let a = start as f64
-                + span * i as f64 / k as f64
-                + slack * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
-            (a as i64, (a + len) as i64)
-        })
-        .collect();
-    t.windows(&ranges)
-        .iter()
-        .map(|w| match reconstruct::reconstruct(w, &o) {
-            Ok(r) if !r.holds.is_empty() => Some(r),
-            _ => None,
-        })
-        .collect()
+    let mut draw = |i: usize| {
+        let a = start as f64
+            + span * i as f64 / k as f64
+            + slack * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
+        (a as i64, (a + len) as i64)
+    };
+    let ranges: Vec<(i64, i64)> = (0..k).map(&mut draw).collect();
+    let rebuild = |w: &Trace| match reconstruct::reconstruct(w, &o) {
+        Ok(r) if !r.holds.is_empty() => Some(r),
+        _ => None,
+    };
+    let mut recs: Vec<Option<Reconstruction>> = t.windows(&ranges).iter().map(rebuild).collect();
+    // A window that fell in a stretch without the lock's holds (a 35 ms pause in a 1.5 s
+    // recording took a 13 ms window whole; every replicate then replayed the whole capture,
+    // 17x the time of reading it) is drawn again in its k-th. The new draws come after the
+    // first k, so where every first window holds some, the windows are those of before.
+    for (i, r) in recs.iter_mut().enumerate() {
+        for _ in 0..REDRAWS {
+            if r.is_some() {
+                break;
+            }
+            *r = t.windows(&[draw(i)]).first().and_then(rebuild);
+        }
+    }
+    recs.into_iter().collect()
 }
+
+/// How many times more a window without a hold of the lock is drawn in its k-th before the
+/// capture is replayed whole (each draw costs a rebuild of a window: little beside a replicate).
+pub const REDRAWS: usize = 16;
 
 /// Two windows' metrics together: counts and sums add, the longest wait is the longer.
 pub fn add(a: &Metrics, b: &Metrics) -> Metrics {
@@ -309,6 +324,44 @@ mod tests {
         assert_eq!(got.tail_wait_ns, Ns(9_000_000));
         assert_eq!(got.slowpath, 4000);
         assert_eq!((got.contended, got.total_wait_ns), (4400, Ns(2_400_000)));
+    }
+
+    #[test]
+    fn a_window_in_a_pause_is_drawn_again_in_its_own_part_of_the_run() {
+        let (t, r) = bundled();
+        let o = reconstruct::Options::default();
+        let budget = size(&r) / 5;
+        let ws = windows(&t, &r, &o, budget, WINDOWS, 1).expect("sampled");
+        // the capture with a pause cut around its fourth window, three window lengths wide
+        let (a, b) = ws[3].span;
+        let pause = (a - 3 * (b - a) / 2, b + 3 * (b - a) / 2);
+        let mut cut = t.windows(&[(i64::MIN, i64::MAX)]).remove(0);
+        cut.events.retain(|e| e.ts < pause.0 || e.ts >= pause.1);
+        assert!(cut.events.len() < t.events.len());
+        // the whole capture's own reconstruction, so the draws are the same as above
+        let got = windows(&cut, &r, &o, budget, WINDOWS, 1)
+            .expect("a window in the pause is drawn again, not the capture replayed whole");
+        assert_eq!(got.len(), WINDOWS);
+        for (i, (g, w)) in got.iter().zip(&ws).enumerate() {
+            if i != 3 {
+                assert_eq!(g.span, w.span, "window {i} moved");
+                continue;
+            }
+            assert!(!g.holds.is_empty());
+            assert!(
+                g.span.1 < pause.0 || g.span.0 >= pause.1,
+                "{:?} in the pause {pause:?}",
+                g.span
+            );
+            // still in the fourth eighth: after the third window, before the fifth
+            assert!(got[2].span.1 < g.span.0 && g.span.1 < got[4].span.0);
+        }
+        // a capture that has nothing but the pause in one eighth is replayed whole
+        let eighth = (r.span.1 - r.span.0) / WINDOWS as i64;
+        let mut empty = t.windows(&[(i64::MIN, i64::MAX)]).remove(0);
+        let gone = (r.span.0 + 3 * eighth - 8, r.span.0 + 4 * eighth + 8);
+        empty.events.retain(|e| e.ts < gone.0 || e.ts >= gone.1);
+        assert!(windows(&empty, &r, &o, budget, WINDOWS, 1).is_none());
     }
 
     #[test]
