@@ -187,6 +187,9 @@ struct State {
     buf: Option<Shared>,
     /// File mode: the data section's byte range (the records, checked whole).
     data: Option<(usize, usize)>,
+    /// Record starts that split the data section into parts of about equal size
+    /// ([`Checked::cuts`]).
+    cuts: Vec<usize>,
     /// Per attr: its `sample_type`.
     sample_types: Vec<u64>,
 }
@@ -253,7 +256,19 @@ pub struct Reader<'a> {
     began: bool,
     only: Option<Vec<String>>,
     typed: Option<typed::Want>,
+    /// [`Reader::typed_samples`] walks a data section larger than this in `parts` parts, each
+    /// on its own thread ([`SPLIT_ABOVE`]; one part per CPU, at most [`MAX_PARTS`]; tests set
+    /// both).
+    split_above: usize,
+    parts: usize,
 }
+
+/// A data section above this many bytes is walked in parts side by side by
+/// [`Reader::typed_samples`]: below it the walk takes a few ms.
+const SPLIT_ABOVE: usize = 16 << 20;
+
+/// At most this many parts (and threads) for [`Reader::typed_samples`]' walk.
+const MAX_PARTS: usize = 8;
 
 impl<'a> Reader<'a> {
     /// Wrap an input holding a perf.data file (read whole on the first [`Reader::next_event`]).
@@ -288,6 +303,8 @@ impl<'a> Reader<'a> {
             began: false,
             only: None,
             typed: None,
+            split_above: SPLIT_ABOVE,
+            parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
         }
     }
 
@@ -400,25 +417,73 @@ impl<'a> Reader<'a> {
         } else {
             IdMap::default()
         };
-        let mut counts = bulk::Counts::default();
         let bytes: &bytes::Bytes = &buf.0;
         let Some(data) = bytes.get(from..to) else {
             return Ok(None);
         };
-        // What the what-if builds from the samples is about as large as the file (a heap
-        // profile of a 197 MB recording: 65 MB of events, then 109 MB of rebuilt holds), so
-        // the pages the walk has passed go: the file's pages and the samples are then not
-        // resident together.
-        let mut behind = bytes::Behind::new(from, to);
-        let Some(mut out) = bulk::walk(
-            data,
-            &st.sample_types,
-            &st.ctx.attrs,
-            &ids,
-            plan,
-            &mut counts,
-            |pos| behind.at(bytes, from + pos),
-        ) else {
+        // The walk and the sort are most of the what-if's reading time and one thread's work;
+        // a large section is walked in parts side by side (the check found record starts
+        // that split it evenly), each part sorted on its thread, and the parts joined.
+        let cuts: Vec<usize> = match data.len() > self.split_above {
+            true => st
+                .cuts
+                .iter()
+                .filter(|&&c| c > from && c < to)
+                .map(|&c| c - from)
+                .collect(),
+            false => Vec::new(),
+        };
+        let parts: Vec<(usize, usize)> = std::iter::once(0)
+            .chain(cuts.iter().copied())
+            .zip(cuts.iter().copied().chain([data.len()]))
+            .collect();
+        let (sample_types, attrs) = (&st.sample_types, &st.ctx.attrs);
+        let walk_part = |(a, b): (usize, usize)| {
+            let mut counts = bulk::Counts::default();
+            // What the what-if builds from the samples is about as large as the file (a heap
+            // profile of a 197 MB recording: 65 MB of events, then 109 MB of rebuilt holds),
+            // so the pages the walk has passed go: the file's pages and the samples are then
+            // not resident together.
+            let mut behind = bytes::Behind::new(from + a, from + b);
+            let mut out = bulk::walk(
+                &data[a..b],
+                sample_types,
+                attrs,
+                &ids,
+                plan,
+                &mut counts,
+                |pos| behind.at(bytes, from + a + pos),
+            )?;
+            bulk::sort(&mut out);
+            Some((out, counts))
+        };
+        let walked: Vec<Option<(bulk::TypedSamples, bulk::Counts)>> = std::thread::scope(|sc| {
+            let others: Vec<_> = parts[1..]
+                .iter()
+                .map(|&r| {
+                    (
+                        r,
+                        std::thread::Builder::new().spawn_scoped(sc, move || walk_part(r)),
+                    )
+                })
+                .collect();
+            let first = walk_part(parts[0]);
+            std::iter::once(first)
+                .chain(others.into_iter().map(|(r, h)| match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    // no thread to be had: walked here
+                    Err(_) => walk_part(r),
+                }))
+                .collect()
+        });
+        let Some(walked) = walked.into_iter().collect::<Option<Vec<_>>>() else {
+            return Ok(None);
+        };
+        let mut counts = bulk::Counts::default();
+        for (_, c) in &walked {
+            counts.add(c);
+        }
+        let Some(mut out) = bulk::join(walked.into_iter().map(|(o, _)| o).collect()) else {
             return Ok(None);
         };
         let h = &mut st.ctx.header;
@@ -428,11 +493,10 @@ impl<'a> Reader<'a> {
         st.ctx.unparsed += counts.unparsed;
         st.ctx.samples = out.samples.len() as u64;
         // Every sample is decoded into `out`, which owns what it holds, and the reader is at
-        // its end: the file's bytes (as large as the file, or larger decompressed) go before
-        // the sort, whose buffer would otherwise come on top of them.
+        // its end: the file's bytes go (as large as the file, or larger decompressed).
         st.iter = None;
         st.buf = None;
-        bulk::order(&mut out);
+        bulk::number(&mut out);
         self.began = true;
         self.finish();
         Ok(Some(out))
@@ -506,7 +570,12 @@ impl<'a> Reader<'a> {
         // letting them go to be faulted in again at once.
         let let_go = self.typed.is_none();
         let lenient = self.opts.common.lenient;
-        let checked = check(&mut buf, lenient, let_go, &mut self.diagnostics)?;
+        // where the typed walk may split the data section
+        let parts = match self.typed {
+            Some(_) => self.parts,
+            None => 1,
+        };
+        let checked = check(&mut buf, lenient, let_go, parts, &mut self.diagnostics)?;
         // samples of events not asked for: out of what the record reader reads, before it sorts
         // them (a file cut short keeps them: its ids come from the attr section, below)
         let mut dropped = match &self.only {
@@ -716,6 +785,7 @@ impl<'a> Reader<'a> {
             iter: Some(iter),
             buf: Some(buf),
             data,
+            cuts: checked.cuts.clone(),
             sample_types,
             ctx: Ctx {
                 header,
@@ -869,6 +939,9 @@ struct Checked {
     attr_of_id: IdMap,
     /// Records of a type perf does not define: (type, count, first byte offset), skipped.
     unknown: Vec<(u32, u64, u64)>,
+    /// File mode: byte offsets of records that split the data section into `parts` stretches
+    /// of about equal size (fewer when a record spans several), ascending, after its first.
+    cuts: Vec<usize>,
 }
 
 /// Record types perf defines: the kernel's (`enum perf_event_type`, 1..=22) and perf's own
@@ -921,11 +994,13 @@ fn u64_at(b: &[u8], i: usize) -> Option<u64> {
 /// its last whole record (patching the header in `buf`). Pipe mode: take the tracing data (which
 /// follows its record outside the record's size) out of the stream. `let_go`: release the pages
 /// of the data section behind the walk ([`bytes::Behind`]); not when the next pass walks it
-/// right after and lets go itself ([`Reader::typed_samples`]).
+/// right after and lets go itself ([`Reader::typed_samples`]). `parts`: how many stretches
+/// [`Checked::cuts`] splits the data section into.
 fn check(
     buf: &mut bytes::Bytes,
     lenient: bool,
     let_go: bool,
+    parts: usize,
     diags: &mut Diagnostics,
 ) -> Result<Checked, Error> {
     let len = buf.len() as u64;
@@ -1001,6 +1076,12 @@ fn check(
     let mut unknown = Vec::new();
     let until = if let_go { end } else { data_off };
     let mut behind = bytes::Behind::new(data_off as usize, until as usize);
+    let mut cuts = Vec::new();
+    let step = (end.saturating_sub(data_off)) / parts.max(1) as u64;
+    let mut next_cut = match step {
+        0 => u64::MAX,
+        _ => data_off + step,
+    };
     while pos < end {
         let p = pos as usize;
         behind.at(buf, p);
@@ -1028,6 +1109,13 @@ fn check(
         }
         if kernel_map.is_none() {
             kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
+        }
+        if pos >= next_cut {
+            cuts.push(p);
+            next_cut = match cuts.len() + 1 < parts {
+                true => (data_off + step * (cuts.len() as u64 + 1)).max(pos + 1),
+                false => u64::MAX,
+            };
         }
         count_unknown(&mut unknown, ty, pos);
         pos = next;
@@ -1084,6 +1172,7 @@ fn check(
         }
         buf.truncate(pos as usize);
         attr_of_id = attr_ids(buf);
+        cuts.retain(|&c| (c as u64) < pos);
     }
     let tracing_offset =
         feature_entry(buf, HEADER_TRACING_DATA_BIT as usize).map_or(0, |e| sect(buf, e as usize).0);
@@ -1092,6 +1181,7 @@ fn check(
         attr_of_id,
         kernel_map,
         unknown,
+        cuts,
         ..Checked::default()
     })
 }

@@ -119,6 +119,16 @@ pub(super) struct Counts {
     pub unparsed: u64,
 }
 
+impl Counts {
+    /// Another part's counts added ([`join`]).
+    pub fn add(&mut self, o: &Counts) {
+        self.lost_records += o.lost_records;
+        self.lost_kernel = self.lost_kernel.saturating_add(o.lost_kernel);
+        self.lost_samples = self.lost_samples.saturating_add(o.lost_samples);
+        self.unparsed += o.unparsed;
+    }
+}
+
 /// Whether every attr's samples have the layout this walk reads: no `READ` or `CALLCHAIN`
 /// (variable fields before `RAW`), a timestamp, and a way to tell the attr of a sample
 /// (one attr, `IDENTIFIER` in all, or `ID` at one offset in all).
@@ -253,13 +263,86 @@ pub(super) fn walk(
     Some(out)
 }
 
-/// Put the samples of [`walk`] in time order and number them: the record reader's order
-/// (the u64 timestamp, then the file offset: the samples are in file order and the sort is
-/// stable).
-pub(super) fn order(out: &mut TypedSamples) {
-    out.samples.sort_by_key(|s| s.ts_ns as u64);
+/// The record reader's order: the u64 timestamp, then the file offset (a stable sort of
+/// samples in file order).
+fn key(s: &TypedSample) -> u64 {
+    s.ts_ns as u64
+}
+
+/// Put the samples of one [`walk`] in time order ([`key`]; stable, as they are in file order).
+pub(super) fn sort(out: &mut TypedSamples) {
+    out.samples.sort_by_key(key);
+}
+
+/// The walks of consecutive stretches of one data section, each [`sort`]ed, as one walk of
+/// the whole section sorted: the samples in the record reader's order, the values and
+/// payloads one after the other (each sample's slot moved with its part's). `None` when the
+/// whole has more samples or values than a u32 numbers (the record reader's then).
+///
+/// perf writes the per-CPU buffers in rounds, so each part is in time order but the end of
+/// one part and the start of the next overlap by about a round. Only that stretch is sorted
+/// again; every step is a stable sort of a contiguous range, which keeps equal timestamps in
+/// file order, so when the whole is then in time order it is the stable sort of the file's
+/// samples. A part that overlaps more than its neighbour (a part shorter than a round) is
+/// caught by that last check and the whole sorted.
+pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
+    let mut parts = parts.into_iter();
+    let mut out = parts.next()?;
+    let mut starts = Vec::new();
+    for p in parts {
+        starts.push(out.samples.len());
+        let (nv, np) = (out.values.len(), out.payloads.len());
+        for (f, g) in out.fields.iter_mut().zip(&p.fields) {
+            if *g != 0 {
+                *f = *g;
+            }
+        }
+        out.samples.reserve(p.samples.len());
+        for mut s in p.samples {
+            let base = match out.typed.get(s.event as usize)? {
+                true => Some(nv),
+                false if s.slot == NO_PAYLOAD => None,
+                false => Some(np),
+            };
+            if let Some(base) = base {
+                s.slot = u32::try_from(s.slot as usize + base)
+                    .ok()
+                    .filter(|&x| x != NO_PAYLOAD)?;
+            }
+            out.samples.push(s);
+        }
+        out.values.extend_from_slice(&p.values);
+        out.payloads.extend(p.payloads);
+    }
+    if out.samples.len() >= u32::MAX as usize {
+        return None;
+    }
+    let v = &mut out.samples;
+    let ends = starts.iter().skip(1).copied().chain([v.len()]);
+    let mut from = 0;
+    for (b, end) in starts.iter().copied().zip(ends) {
+        // the previous part's samples after the next part's first, and the next part's
+        // before the previous part's last
+        let (Some(first), Some(last)) = (v.get(b).map(key), v.get(b.wrapping_sub(1)).map(key))
+        else {
+            from = b;
+            continue;
+        };
+        let lo = from + v[from..b].partition_point(|s| key(s) <= first);
+        let hi = b + v[b..end].partition_point(|s| key(s) < last);
+        v[lo..hi].sort_by_key(key);
+        from = b;
+    }
+    if !v.is_sorted_by_key(key) {
+        v.sort_by_key(key);
+    }
+    Some(out)
+}
+
+/// Number the samples in their order ([`TypedSample::line`]).
+pub(super) fn number(out: &mut TypedSamples) {
     for (i, s) in out.samples.iter_mut().enumerate() {
-        // below u32::MAX: the walk leaves larger files to the record reader
+        // below u32::MAX: the walk and the join leave larger files to the record reader
         s.line = i as u32 + 1;
     }
 }
@@ -435,6 +518,128 @@ mod tests {
         let mut r = reader(gunzip("fixtures/perfdata/micro-16K-lost/perf.data.gz"));
         r.typed_samples().unwrap().unwrap();
         assert_eq!(r.header().unwrap().lost_records, 2);
+    }
+
+    /// A data section walked in parts side by side gives the samples of one walk: the same
+    /// order (equal timestamps in file order), numbers, fields, payloads and counts, for any
+    /// number of parts, including parts shorter than one of perf's rounds.
+    #[test]
+    fn a_walk_in_parts_gives_the_walk_of_the_whole() {
+        let mut all_ties = 0;
+        for path in [
+            "fixtures/perfdata/micro-16K-replay/perf.data.gz",
+            "fixtures/perfdata/micro-16K-lost/perf.data.gz",
+        ] {
+            let bytes = gunzip(path);
+            let mut whole = reader(bytes.clone());
+            whole.split_above = usize::MAX;
+            let one = whole.typed_samples().unwrap().expect("read in one pass");
+            assert!(one.samples.len() > 1000, "{path}");
+            // 146 in the first file: a cut between two of them is the case the join keeps
+            // in file order
+            let ties = one
+                .samples
+                .windows(2)
+                .filter(|w| w[0].ts_ns == w[1].ts_ns)
+                .count();
+            for parts in [2, 3, 8, 61] {
+                let mut r = reader(bytes.clone());
+                (r.split_above, r.parts) = (0, parts);
+                r.ensure_open().unwrap();
+                let cuts = r.state.as_ref().unwrap().cuts.len();
+                assert_eq!(cuts, parts - 1, "{path}: {parts} parts");
+                let got = r.typed_samples().unwrap().expect("read in parts");
+                assert_eq!(got.samples.len(), one.samples.len(), "{path}");
+                for (g, o) in got.samples.iter().zip(&one.samples) {
+                    let what = format!("{path}, {parts} parts, sample {}", o.line());
+                    assert_eq!(
+                        (g.line(), g.ts_ns, g.cpu(), g.tid, g.pid(), g.event),
+                        (o.line(), o.ts_ns, o.cpu(), o.tid, o.pid(), o.event),
+                        "{what}"
+                    );
+                    assert_eq!(got.values_of(g), one.values_of(o), "{what}");
+                    assert_eq!(got.payload_of(g), one.payload_of(o), "{what}");
+                }
+                assert_eq!(got.fields, one.fields, "{path}");
+                let (hr, hw) = (r.header().unwrap(), whole.header().unwrap());
+                assert_eq!(
+                    (hr.lost_records, hr.lost_kernel, hr.lost_samples),
+                    (hw.lost_records, hw.lost_kernel, hw.lost_samples),
+                    "{path}"
+                );
+                assert_eq!(r.diagnostics().notes, whole.diagnostics().notes);
+            }
+            all_ties += ties;
+        }
+        assert!(all_ties > 0, "no equal stamps to keep in file order");
+    }
+
+    /// How the parts are put back in order: only the stretch where two parts' times overlap
+    /// is sorted again, equal stamps stay in file order, and a part whose times reach past
+    /// its neighbour's sends the whole to the full sort.
+    #[test]
+    fn parts_join_in_the_order_of_one_stable_sort() {
+        // (timestamp, tid): the tid says where in the file a sample was
+        let part = |v: &[(i64, i32)]| {
+            let mut t = TypedSamples {
+                events: vec![(None, "e".into())],
+                typed: vec![false],
+                fields: vec![0],
+                ..TypedSamples::default()
+            };
+            for &(ts_ns, tid) in v {
+                t.payloads.push(format!("at {tid}"));
+                t.samples.push(TypedSample {
+                    ts_ns,
+                    line: 0,
+                    cpu: 0,
+                    tid,
+                    pid: 0,
+                    event: 0,
+                    slot: t.payloads.len() as u32 - 1,
+                });
+            }
+            if let Some(first) = t.samples.first_mut() {
+                first.slot = NO_PAYLOAD;
+            }
+            sort(&mut t);
+            t
+        };
+        let files: [&[&[(i64, i32)]]; 3] = [
+            // two rounds overlapping, with stamps equal across the cut
+            &[
+                &[(1, 0), (5, 1), (9, 2), (7, 3)],
+                &[(6, 4), (9, 5), (12, 6), (7, 7)],
+            ],
+            // a last part reaching back past the middle one into the first's time: the
+            // whole is sorted
+            &[
+                &[(1, 0), (10, 1), (20, 2)],
+                &[(25, 3), (26, 4)],
+                &[(5, 5), (30, 6)],
+            ],
+            // parts already in order, one empty
+            &[&[(1, 0), (2, 1)], &[], &[(2, 2), (3, 3)]],
+        ];
+        for parts in files {
+            let mut whole: Vec<(i64, i32)> = parts.concat();
+            whole.sort_by_key(|x| x.0);
+            let got = join(parts.iter().map(|p| part(p)).collect()).unwrap();
+            let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
+            assert_eq!(seen, whole);
+            // each payload went with its sample; each part's first has none
+            let firsts: Vec<i32> = parts
+                .iter()
+                .filter_map(|p| p.first().map(|x| x.1))
+                .collect();
+            for s in &got.samples {
+                let want = match firsts.contains(&s.tid) {
+                    true => String::new(),
+                    false => format!("at {}", s.tid),
+                };
+                assert_eq!(got.payload_of(s), want);
+            }
+        }
     }
 
     /// Files whose records need the record reader: `None`, and the reader then reads them
