@@ -145,8 +145,9 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
 }
 
 /// Walk the records of `data` (the data section, records whole: the file was checked) and
-/// decode every sample, in file order ([`order`] sorts them). `None`: something here needs the
-/// record reader. `passed` is told where each record ends (to let go of the pages behind).
+/// decode every sample, in file order ([`sort`] and [`join`] put them in time order).
+/// `None`: something here needs the record reader. `passed` is told where each record ends
+/// (to let go of the pages behind).
 pub(super) fn walk(
     data: &[u8],
     sample_types: &[u64],
@@ -165,7 +166,7 @@ pub(super) fn walk(
         fields: vec![0; attrs.len()],
         ..TypedSamples::default()
     };
-    // in file order: the sort in `order` is stable
+    // in file order: `sort` is stable
     out.samples.reserve(data.len() / 64);
     let mut vals = Vec::new();
     let mut pos = 0usize;
