@@ -60,10 +60,13 @@ fn sampled_replicates_keep_the_point_estimates_and_move_the_interval_ends_little
 
 #[test]
 fn a_sample_too_small_to_stand_for_the_capture_falls_back_to_the_whole_capture() {
-    // 500 of ~38 k: eight windows of ~60 holds + folios, and this capture's faults come in
-    // bursts, so at least one window holds no hold of the lock (at 1000 one holds a single
-    // hold) and the windows cannot stand for the capture: every replicate replays it. Windows
-    // that miss an interval metric fall back the same way (`sample::covers`, unit-tested).
+    // 500 of ~38 k: eight windows of ~60 holds + folios. This capture's faults come in
+    // bursts, so some windows fall between them with no hold of the lock; drawn again there
+    // (`sample::windows`) they hold some, but together fewer than `sample::MIN_WINDOW_WAITS`
+    // traced waits (before that floor, the no-change replay's contended interval came out
+    // 805-805 here, the whole capture's 785-875): the windows cannot stand for the capture and
+    // every replicate replays it. Windows that miss an interval metric fall back the same way
+    // (`sample::covers`, unit-tested).
     let whole = json(&["--sample", "0"]);
     let tiny = json(&["--sample", "500"]);
     assert!(
