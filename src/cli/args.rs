@@ -266,7 +266,8 @@ pub struct EngineOpts {
     pub seed: u64,
     /// On a capture of more than twice N holds + folios, each bootstrap replicate replays 8
     /// time windows (one in each eighth of the run, drawn again there when it fell in a pause
-    /// without a hold of the lock) holding about N of them, scaled to the
+    /// without a hold of the lock; the whole capture when the windows hold fewer than 30
+    /// traced waits) holding about N of them, scaled to the
     /// whole capture by the windows' own point estimates; the point estimates and the
     /// sensitivity rows always replay the whole. 0: the whole capture every time (slower).
     /// Measured against 0 on 12 captures (README "What-if speed"): the interval's ends lie a
