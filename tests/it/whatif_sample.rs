@@ -67,13 +67,27 @@ fn a_sample_too_small_to_stand_for_the_capture_falls_back_to_the_whole_capture()
     // 805-805 here, the whole capture's 785-875): the windows cannot stand for the capture and
     // every replicate replays it. Windows that miss an interval metric fall back the same way
     // (`sample::covers`, unit-tested).
-    let whole = json(&["--sample", "0"]);
-    let tiny = json(&["--sample", "500"]);
+    let mut whole = json(&["--sample", "0"]);
+    let mut tiny = json(&["--sample", "500"]);
     assert!(
         tiny["bootstrap"].get("windows").is_none(),
         "{}",
         tiny["bootstrap"]
     );
+    // and says so, where --sample 0 asked for it
+    let said = |v: &serde_json::Value| {
+        v["notes"]
+            .as_array()
+            .expect("notes")
+            .iter()
+            .filter_map(|n| n.as_str())
+            .any(|n| n.contains("each bootstrap replicate replayed the whole capture"))
+    };
+    assert!(said(&tiny), "{}", tiny["notes"]);
+    assert!(!said(&whole));
+    for v in [&mut whole, &mut tiny] {
+        v.as_object_mut().expect("an object").remove("notes");
+    }
     assert_eq!(tiny, whole);
 }
 
