@@ -7,7 +7,9 @@
 #   (b) with --base PATH (an older lockcast build): its report, whatif and --bootstrap 0 in the same rounds,
 #       and the ratio old / new;
 #   (c) peak RSS of whatif per capture (GNU time, one extra run), and whatif's median CPU time
-#       (user + system) new and base: a load-robust companion to the wall times;
+#       (user + system) new and base: a load-robust companion to the wall times; `win`: the
+#       time windows its replicates replayed (`bootstrap.windows` of --json; 0 = the whole
+#       capture each, expected below twice --sample holds + folios, a slow fallback above);
 #   (d) with --base: the interval of every bundled capture (fixtures/replay/*), old and new
 #       (width = high - low of contended and of total wait, prediction and no-change replay;
 #       the replicates the new default ran; the point estimates must agree);
@@ -39,12 +41,13 @@ while [ $# -gt 0 ]; do
     --base) BASE=$2; shift 2 ;;
     --policy) POLICY=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,26p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 [ -x "$LOCKCAST" ] || { echo "$PROG: no lockcast binary at $LOCKCAST (cargo build --release, or --lockcast PATH)" >&2; exit 2; }
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$PROG: no lockcast binary at --base $BASE" >&2; exit 2; }
+command -v jq >/dev/null || { echo "$PROG: jq not found (it reads whatif --json)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/lockcast-bench-whatif.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -82,7 +85,7 @@ events() { # capture dir
 }
 
 echo "lockcast $LOCKCAST${BASE:+, base $BASE}; policy $POLICY; $REPEATS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s %8s %8s %7s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB' 'wi_cpu' 'bwi_cpu' 'cpu_o/n'
+printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s %8s %8s %7s %4s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB' 'wi_cpu' 'bwi_cpu' 'cpu_o/n' 'win'
 for c in "${cases[@]}"; do
   rep=() wi=() wi0=() brep=() bwi=() bwi0=()
   for i in $(seq 1 "$REPEATS"); do
@@ -97,6 +100,7 @@ for c in "${cases[@]}"; do
   done
   /usr/bin/time -f %M -o "$tmp/rss" "$LOCKCAST" whatif "$POLICY" "$c" > /dev/null 2>&1
   rss=$(tail -1 "$tmp/rss")
+  win=$("$LOCKCAST" whatif "$POLICY" "$c" --json 2>/dev/null | jq -r '.bootstrap.windows // 0')
   mr=$(mcol 1 "${rep[@]}"); mw=$(mcol 1 "${wi[@]}"); m0=$(mcol 1 "${wi0[@]}")
   cw=$(printf '%.2f' "$(mcol 2 "${wi[@]}")")
   br=- bw=- on=- b0=- on0=- bcw=- con=-
@@ -105,8 +109,8 @@ for c in "${cases[@]}"; do
     b0=$(printf '%.3f' "$(mcol 1 "${bwi0[@]}")"); on0=$(ratio "$b0" "$m0")x
     bcw=$(printf '%.2f' "$(mcol 2 "${bwi[@]}")"); con=$(ratio "$bcw" "$cw")x
   fi
-  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s %8s %8s %7s\n' "${c#"$here/"}" "$(events "$c")" \
-    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))" "$cw" "$bcw" "$con"
+  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s %8s %8s %7s %4s\n' "${c#"$here/"}" "$(events "$c")" \
+    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))" "$cw" "$bcw" "$con" "$win"
 done
 echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x; wi_cpu / bwi_cpu ="
 echo " whatif's CPU time, user + system, new / base: less moved by other load than wall time)"
