@@ -264,7 +264,8 @@ pub struct Reader<'a> {
 }
 
 /// A data section above this many bytes is walked in parts side by side by
-/// [`Reader::typed_samples`]: below it the walk takes a few ms.
+/// [`Reader::typed_samples`]. The walk of a 193 MB recording's took 95 ms on one thread, so
+/// below this it takes about 8 ms (likely, not measured), little to split.
 const SPLIT_ABOVE: usize = 16 << 20;
 
 /// At most this many parts (and threads) for [`Reader::typed_samples`]' walk.

@@ -155,26 +155,22 @@ impl TableWriter {
             return Ok(());
         }
         self.rows += enc.rows as u64;
-        if matches!(self.state, State::Empty) {
-            self.state = match (&self.dest, self.format) {
-                (Dest::File(path), FileFormat::Parquet) => {
-                    let (tmp, file) = temp_in(path)?;
-                    let path = path.clone();
-                    self.open_parquet(Tmp::Beside { tmp, path }, file, &enc.schema)?
-                }
-                _ => {
-                    return Err(Error::Input(format!(
-                        "{}: Parquet row groups for a file of another format",
-                        self.dest.display()
-                    )))
-                }
-            };
-        }
-        let State::Parquet { writer, .. } = &mut self.state else {
-            return Err(Error::Input(format!(
+        let other_format = || {
+            Error::Input(format!(
                 "{}: Parquet row groups for a file of another format",
                 self.dest.display()
-            )));
+            ))
+        };
+        if !self.takes_encoded() {
+            return Err(other_format());
+        }
+        if matches!(self.state, State::Empty) {
+            // a file: `temp` always makes one (or fails)
+            let (tmp, file) = self.temp()?.ok_or_else(other_format)?;
+            self.state = self.open_parquet(tmp, file, &enc.schema)?;
+        }
+        let State::Parquet { writer, .. } = &mut self.state else {
+            return Err(other_format());
         };
         let name = self.dest.display();
         for (rows, pages) in &enc.groups {

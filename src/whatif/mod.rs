@@ -560,7 +560,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     };
     // A capture large enough to sample whose sample could not stand for it costs its replicates
     // the whole capture each (on a 2 M-event recording 4.5 s instead of 1.0): said, with why.
-    let sampled_for = o.bootstrap > 0 && o.sample > 0 && rec_size >= o.sample.saturating_mul(2);
+    let sampled_for = o.bootstrap > 0 && sample::worth_sampling(rec_size, o.sample);
     let whole_note = match (sampled_for, &win_recs, &win_points) {
         (true, None, _) => Some(format!(
             "each bootstrap replicate replayed the whole capture (slower): in some eighth of the \
@@ -569,9 +569,10 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             o.sample
         )),
         (true, Some(_), None) => Some(format!(
-            "each bootstrap replicate replayed the whole capture (slower): its 8 sampled time \
+            "each bootstrap replicate replayed the whole capture (slower): its {} sampled time \
              windows (--sample {}) held fewer than {} traced waits, or none of a metric the \
              interval is made of; a larger --sample may stand for it",
+            sample::WINDOWS,
             o.sample,
             sample::MIN_WINDOW_WAITS
         )),

@@ -46,7 +46,7 @@ pub fn windows(
     seed: u64,
 ) -> Option<Vec<Reconstruction>> {
     let n = size(rec);
-    if budget == 0 || k == 0 || n < 2 * budget {
+    if k == 0 || !worth_sampling(n, budget) {
         return None;
     }
     let (start, end) = rec.span;
@@ -91,6 +91,13 @@ pub fn windows(
 /// How many times more a window without a hold of the lock is drawn in its k-th before the
 /// capture is replayed whole (each draw costs a rebuild of a window: little beside a replicate).
 pub const REDRAWS: usize = 16;
+
+/// Whether a capture of `n` holds and folios ([`size`]) is sampled for a budget of `budget`:
+/// at least twice the budget (below, replaying it whole costs little more), and a budget
+/// asked for (0: the whole capture every time).
+pub fn worth_sampling(n: usize, budget: usize) -> bool {
+    budget > 0 && n >= budget.saturating_mul(2)
+}
 
 /// Two windows' metrics together: counts and sums add, the longest wait is the longer.
 pub fn add(a: &Metrics, b: &Metrics) -> Metrics {
