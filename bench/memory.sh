@@ -15,6 +15,11 @@
 #                        bench/record-lrufault.sh)
 #   perfdatazst-S / -L   the same recordings zstd-compressed (`zstd -3`; read as a stream, not
 #                        mapped; the MB column shows the compressed sizes)
+#   perfdatapipe-S / -L  pipe-mode recordings (`perf record -o -`) of the micro-16K replay
+#                        recipe at 20 / 80 loops (fixtures/capture-perfdata.sh --pipe-loops,
+#                        root; recorded when missing). perf 6.1 here drains the ring buffers
+#                        only at the end of a pipe-mode run, so a stream is at most two full
+#                        16 MiB buffers: about 13 / 33.5 MB, 2.6x the bytes, not 4x
 # Cases (--cases, default below): input:table:format[:-], the `:-` writing to standard output
 # (`-o - --to FORMAT`, into /dev/null) instead of a file. JSON of names-L is left out of the
 # default: the baseline builds a serde_json value per cell of 10 M rows (tens of GB).
@@ -92,6 +97,16 @@ need() {
       for run in 100 300; do
         bench/record-lrufault.sh "$new" "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed" "$run"
       done ;;
+    perfdatapipe)
+      local size loops
+      for size in S L; do
+        loops=20; [ "$size" = L ] && loops=80
+        local f; f=$(path_of perfdatapipe $size)
+        [ -f "$f" ] && continue
+        fixtures/capture-perfdata.sh --pipe-loops "$loops" --only micro-16K-pipe \
+          --out "$data/pipe-$size" >&2
+        zcat "$data/pipe-$size/micro-16K-pipe/perf.data.gz" > "$f"
+      done ;;
     perfdatazst)
       need perfdata
       for size in S L; do
@@ -109,6 +124,7 @@ path_of() {
       [ "$2" = L ] && run=300
       echo "$target/bench-whatif/lrufault-16K-t2-s16-l$run-dontneed/perf.data" ;;
     perfdatazst) echo "$data/perfdata-$2.perf.data.zst" ;;
+    perfdatapipe) echo "$data/perfdatapipe-$2.perf.data" ;;
     *) echo "$data/$1-$2.txt" ;;
   esac
 }

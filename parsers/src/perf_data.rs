@@ -74,6 +74,7 @@ mod bulk;
 mod bytes;
 mod compact;
 pub mod kallsyms;
+mod pipe;
 pub mod print_fmt;
 mod spill;
 pub mod tracing;
@@ -180,7 +181,7 @@ struct State {
     file: linux_perf_data::PerfFile,
     /// The record reader; `None` once [`Reader::typed_samples`] has read every sample and let
     /// the file's bytes go.
-    iter: Option<PerfRecordIter<view::View>>,
+    iter: Option<PerfRecordIter<view::Source>>,
     ctx: Ctx,
     /// The file, shared with `iter`'s view, for [`Reader::typed_samples`]' own walk (`None`
     /// after it).
@@ -261,6 +262,9 @@ pub struct Reader<'a> {
     /// both).
     split_above: usize,
     parts: usize,
+    /// A pipe-mode stream is shown to the record reader in time order when it can be
+    /// ([`pipe::plan`]); tests turn it off to compare with the stream as it is.
+    pipe_in_order: bool,
 }
 
 /// A data section above this many bytes is walked in parts side by side by
@@ -306,6 +310,7 @@ impl<'a> Reader<'a> {
             typed: None,
             split_above: SPLIT_ABOVE,
             parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
+            pipe_in_order: true,
         }
     }
 
@@ -599,14 +604,31 @@ impl<'a> Reader<'a> {
             .flatten();
         let buf = Shared(std::sync::Arc::new(buf));
         let (file, iter) = if checked.pipe {
-            // in its own buffer (its check may have edited records out): nothing to let go
-            let r =
-                PerfFileReader::parse_pipe(view::View::whole(buf.clone(), None)).map_err(|e| {
+            let parse = |plan| {
+                let shown = pipe::Shown::new(buf.clone(), checked.skip, plan);
+                PerfFileReader::parse_pipe(view::Source::Pipe(shown)).map_err(|e| {
                     binary(
                         PIPE_HEADER_LEN,
                         format!("expected the pipe-mode header records, got: {e}"),
                     )
-                })?;
+                })
+            };
+            // the stream as it is gives the attributes the order is planned with; shown in
+            // that order the reader holds two rounds of records, not all of them
+            let r = parse(None)?;
+            let plan = match self.pipe_in_order {
+                true => pipe::plan(
+                    &buf.0,
+                    checked.skip,
+                    r.perf_file.event_attributes(),
+                    usize::try_from(checked.records).unwrap_or(0),
+                ),
+                false => None,
+            };
+            let r = match plan {
+                Some(p) => parse(Some(p))?,
+                None => r,
+            };
             (r.perf_file, r.record_iter)
         } else {
             let view = match (&mut dropped, data) {
@@ -618,7 +640,7 @@ impl<'a> Reader<'a> {
                 ),
                 _ => view::View::whole(buf.clone(), data),
             };
-            let r = PerfFileReader::parse_file(view).map_err(|e| {
+            let r = PerfFileReader::parse_file(view::Source::File(view)).map_err(|e| {
                 binary(0, format!("expected a readable perf.data header, got: {e}"))
             })?;
             (r.perf_file, r.record_iter)
@@ -928,6 +950,11 @@ struct Checked {
     pipe: bool,
     /// Pipe mode: the tracing data taken out of the stream.
     tracing: Option<Vec<u8>>,
+    /// Pipe mode: how many whole records the stream holds.
+    records: u64,
+    /// Pipe mode: the bytes of the record that held it, which the record reader is not shown
+    /// (it would read the tracing data as records).
+    skip: Option<(usize, usize)>,
     /// Where the tracing data starts in the file (for error offsets).
     tracing_offset: u64,
     /// Pipe mode: the kernel's build-id from a HEADER_BUILD_ID record.
@@ -1024,7 +1051,7 @@ fn check(
     }
     let hsize = u64_at(buf, 8).unwrap_or(0);
     if hsize == PIPE_HEADER_LEN {
-        return check_pipe(buf.owned(), lenient, diags);
+        return check_pipe(buf, lenient, diags);
     }
     if buf.len() < FILE_HEADER_LEN || hsize < FILE_HEADER_LEN as u64 {
         return Err(binary(
@@ -1310,10 +1337,14 @@ fn push_diag(diags: &mut Diagnostics, record: u64, offset: u64, what: String) {
 
 /// Pipe mode (`perf record -o -`): records follow the 16-byte header with no sections. The
 /// tracing data comes as a HEADER_TRACING_DATA record whose u32 `size` bytes follow the record
-/// outside its header size; they are taken out here (the record reader would read them as
-/// records), and the kernel build-id is taken from the HEADER_BUILD_ID records, which perf
+/// outside its header size; they are taken out here (the record reader is shown the stream
+/// without them: [`Checked::skip`]), and the kernel build-id is taken from the HEADER_BUILD_ID records, which perf
 /// writes at the end of the stream.
-fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Result<Checked, Error> {
+fn check_pipe(
+    buf: &mut bytes::Bytes,
+    lenient: bool,
+    diags: &mut Diagnostics,
+) -> Result<Checked, Error> {
     let mut out = Checked {
         pipe: true,
         ..Checked::default()
@@ -1322,9 +1353,12 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
     let mut pos = PIPE_HEADER_LEN;
     let mut records = 0u64;
     let mut cut_at = None;
-    let mut remove: Option<(usize, usize)> = None;
+    // the pages of a mapped stream go as the check passes them: the record reader is shown
+    // the stream a few rounds at a time after it ([`pipe`])
+    let mut behind = bytes::Behind::new(0, buf.len());
     while pos < len {
         let p = pos as usize;
+        behind.at(buf, p);
         if pos + 8 > len {
             cut_at = Some(pos);
             break;
@@ -1349,7 +1383,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
             if next <= len {
                 out.tracing = Some(buf[(pos + size) as usize..next as usize].to_vec());
                 out.tracing_offset = pos + size;
-                remove = Some((p, next as usize));
+                out.skip = Some((p, next as usize));
             }
         } else if ty == PERF_RECORD_HEADER_FEATURE
             && next <= len
@@ -1400,9 +1434,7 @@ fn check_pipe(buf: &mut Vec<u8>, lenient: bool, diags: &mut Diagnostics) -> Resu
         push_diag(diags, records + 1, at, what);
         buf.truncate(at as usize);
     }
-    if let Some((a, b)) = remove {
-        buf.drain(a..b);
-    }
+    out.records = records;
     Ok(out)
 }
 

@@ -7,6 +7,10 @@ pub(super) const PERF_RECORD_LOST: u32 = 2;
 pub(super) const PERF_RECORD_SAMPLE: u32 = 9;
 pub(super) const PERF_RECORD_MMAP2: u32 = 10;
 pub(super) const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+/// The first of perf's own record types (`PERF_RECORD_USER_TYPE_START`); the kernel's are below.
+pub(super) const PERF_RECORD_USER_TYPE_START: u32 = 64;
+/// Pipe mode: an event's attribute and ids.
+pub(super) const PERF_RECORD_HEADER_ATTR: u32 = 64;
 /// Pipe mode: the tracing data, its bytes following the record outside its size.
 pub(super) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 pub(super) const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;

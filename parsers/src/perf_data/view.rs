@@ -166,6 +166,35 @@ impl Read for View {
     }
 }
 
+/// What the record reader reads: a file ([`View`]) or a pipe-mode stream
+/// ([`super::pipe::Shown`], read forward only).
+pub(super) enum Source {
+    File(View),
+    Pipe(super::pipe::Shown),
+}
+
+impl Read for Source {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::File(v) => v.read(out),
+            Source::Pipe(p) => p.read(out),
+        }
+    }
+}
+
+impl Seek for Source {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Source::File(v) => v.seek(to),
+            // the reader's pipe parser never seeks
+            Source::Pipe(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a pipe-mode stream is read forward only",
+            )),
+        }
+    }
+}
+
 impl Seek for View {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
         let pos = match to {
