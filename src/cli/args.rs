@@ -8,9 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 const AFTER_HELP: &str = "\
 Inputs: a path, `-` for stdin, gzip or zstd compressed or not (detected from the bytes), and
 `path#N` for the N-th table of a file holding several (a mail with `w/o patch:` and `w/ patch:`
-tables, say). A gzip/zstd perf.data or one on stdin longer than 32 MiB (not pipe mode, perf
-record -o -) is decompressed into an unlinked temporary file in $TMPDIR (else /tmp) and mapped, not held in memory (where /tmp is a
-tmpfs its pages are memory too: point TMPDIR at a disk for large recordings).
+tables, say). A gzip/zstd perf.data or one on stdin longer than 32 MiB (pipe mode, perf
+record -o -, too) is decompressed into an unlinked temporary file in $TMPDIR (else /tmp) and
+mapped, not held in memory (where /tmp is a tmpfs its pages are memory too: point TMPDIR at a
+disk for large recordings).
 
 Exit codes:
   0  success
