@@ -59,6 +59,10 @@ pub struct TableWriter {
     /// An empty frame kept for its schema, in case no rows ever come.
     schema: Option<DataFrame>,
     rows: u64,
+    /// Standard output's unlinked temporary file, made with the writer (a file's is made
+    /// with its first frame): whether there is one decides where a Parquet table's row groups
+    /// are encoded ([`TableWriter::takes_encoded`]) before any frame is built.
+    stdout_file: Option<(Tmp, File)>,
 }
 
 impl TableWriter {
@@ -67,14 +71,22 @@ impl TableWriter {
         Self::to(Dest::File(path.to_path_buf()), format)
     }
 
-    /// A writer of a file or of standard output (collected, written at [`TableWriter::finish`]).
+    /// A writer of a file or of standard output (written into an unlinked temporary file, or
+    /// collected when none can be made, and copied out at [`TableWriter::finish`]).
     pub fn to(dest: Dest, format: FileFormat) -> Self {
+        let stdout_file = match dest {
+            Dest::Stdout => tempfile::tempfile()
+                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f), w)))
+                .ok(),
+            Dest::File(_) => None,
+        };
         TableWriter {
             dest,
             format,
             state: State::Empty,
             schema: None,
             rows: 0,
+            stdout_file,
         }
     }
 
@@ -155,52 +167,53 @@ impl TableWriter {
             return Ok(());
         }
         self.rows += enc.rows as u64;
+        let dest = self.dest.display();
         let other_format = || {
             Error::Input(format!(
-                "{}: Parquet row groups for a file of another format",
-                self.dest.display()
+                "{dest}: Parquet row groups for a file of another format"
             ))
         };
         if !self.takes_encoded() {
             return Err(other_format());
         }
         if matches!(self.state, State::Empty) {
-            // a file: `temp` always makes one (or fails)
+            // a file's `temp` makes one (or fails); standard output's was made with the writer
             let (tmp, file) = self.temp()?.ok_or_else(other_format)?;
             self.state = self.open_parquet(tmp, file, &enc.schema)?;
         }
         let State::Parquet { writer, .. } = &mut self.state else {
             return Err(other_format());
         };
-        let name = self.dest.display();
         for (rows, pages) in &enc.groups {
             writer
                 .write_row_group(*rows as u64, pages)
-                .map_err(|e| Error::polars(format!("writing {name}"), e))?;
+                .map_err(|e| Error::polars(format!("writing {dest}"), e))?;
         }
         Ok(())
     }
 
     /// Whether frames for this writer are best encoded where they are built
-    /// ([`TableWriter::write_encoded`]): a Parquet file.
+    /// ([`TableWriter::write_encoded`]): Parquet into a file, or onto standard output through
+    /// its temporary file (the same bytes either way).
     pub fn takes_encoded(&self) -> bool {
-        matches!(
-            (&self.dest, self.format),
-            (Dest::File(_), FileFormat::Parquet)
-        )
+        self.format == FileFormat::Parquet
+            && match self.dest {
+                Dest::File(_) => true,
+                Dest::Stdout => {
+                    self.stdout_file.is_some() || matches!(self.state, State::Parquet { .. })
+                }
+            }
     }
 
     /// The temporary file this table is written to and a handle to write it with; `None`:
     /// standard output and no temporary file could be made (the frames are then kept).
-    fn temp(&self) -> Result<Option<(Tmp, File)>> {
+    fn temp(&mut self) -> Result<Option<(Tmp, File)>> {
         match &self.dest {
             Dest::File(path) => temp_in(path).map(|(tmp, f)| {
                 let path = path.clone();
                 Some((Tmp::Beside { tmp, path }, f))
             }),
-            Dest::Stdout => Ok(tempfile::tempfile()
-                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f), w)))
-                .ok()),
+            Dest::Stdout => Ok(self.stdout_file.take()),
         }
     }
 

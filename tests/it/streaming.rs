@@ -186,6 +186,19 @@ fn streaming_to_standard_output_gives_the_file_written_in_pieces() {
             }
         }
     }
+    // a table whose row groups are encoded where they are built (the parser threads): the
+    // same bytes on standard output as in the file
+    let r = "fixtures/replay/micro-16K-r1/script-ns.txt.gz";
+    let file = tables(r, "events", "parquet", None);
+    let o = lockcast(&[
+        "parse", r, "--table", "events", "-o", "-", "--to", "parquet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        o.stdout == file[0].1,
+        "events: stdout differs from the file"
+    );
+    assert!(row_groups(&o.stdout) > 1);
     // a malformed line (line 361 of 401) after pieces of 7 waits were written: nothing on
     // standard output
     let text = std::fs::read_to_string(t).unwrap();
