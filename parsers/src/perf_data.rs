@@ -1338,8 +1338,8 @@ fn push_diag(diags: &mut Diagnostics, record: u64, offset: u64, what: String) {
 /// Pipe mode (`perf record -o -`): records follow the 16-byte header with no sections. The
 /// tracing data comes as a HEADER_TRACING_DATA record whose u32 `size` bytes follow the record
 /// outside its header size; they are taken out here (the record reader is shown the stream
-/// without them: [`Checked::skip`]), and the kernel build-id is taken from the HEADER_BUILD_ID records, which perf
-/// writes at the end of the stream.
+/// without them: [`Checked::skip`]), and the kernel build-id is taken from the
+/// HEADER_BUILD_ID records, which perf writes at the end of the stream.
 fn check_pipe(
     buf: &mut bytes::Bytes,
     lenient: bool,
