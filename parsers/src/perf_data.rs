@@ -1113,6 +1113,7 @@ fn check(
     while pos < end {
         let p = pos as usize;
         behind.at(buf, p);
+        bytes::prefetch_ahead(buf, p);
         if pos + 8 > end {
             break;
         }
@@ -1359,6 +1360,7 @@ fn check_pipe(
     while pos < len {
         let p = pos as usize;
         behind.at(buf, p);
+        bytes::prefetch_ahead(buf, p);
         if pos + 8 > len {
             cut_at = Some(pos);
             break;

@@ -171,6 +171,7 @@ pub(super) fn walk(
     let mut vals = Vec::new();
     let mut pos = 0usize;
     while pos + 8 <= data.len() {
+        super::bytes::prefetch_ahead(data, pos);
         let ty = u32_at(data, pos)?;
         let misc = u16_at(data, pos + 4)?;
         let size = usize::from(u16_at(data, pos + 6)?);

@@ -142,6 +142,28 @@ pub(super) struct Behind {
     until: usize,
 }
 
+/// How far ahead of a record walk [`prefetch_ahead`] asks for the bytes.
+const PREFETCH_AHEAD: usize = 2048;
+
+/// Asks the CPU for the bytes `PREFETCH_AHEAD` past `pos` of `b`, for a walk from record to
+/// record. Where each record starts is known only once the one before it is read, so such a walk
+/// waits on memory at every record; the framing check of a 193 MB recording stalled 84% of its
+/// samples on the load of a record's header. A hint a few records ahead keeps the loads in
+/// flight: that check went from 63 to 38 ms, `report` of the file 0.29 to 0.245 s. 1, 2, 4
+/// and 8 KiB ahead measured alike.
+#[inline(always)]
+pub(super) fn prefetch_ahead(b: &[u8], pos: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(ahead) = b.get(pos.saturating_add(PREFETCH_AHEAD)..) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint to the cache; it reads nothing into the program, has no
+        // effect the program can see, and the address is inside `b` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, pos);
+}
+
 impl Behind {
     pub(super) fn new(from: usize, until: usize) -> Behind {
         Behind {

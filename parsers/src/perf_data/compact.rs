@@ -110,6 +110,7 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String]) -> Option<Dropped> {
     let (mut max_before_last, mut max_last, mut max_now) = (None, None, None);
     while pos < end {
         behind.at(file, pos);
+        super::bytes::prefetch_ahead(buf, pos);
         let ty = u32_at(buf, pos)?;
         let size = usize::from(u16_at(buf, pos + 6)?);
         let next = pos.checked_add(size).filter(|n| size >= 8 && *n <= end)?;

@@ -90,6 +90,7 @@ fn records(
         if at >= buf.len() {
             return None;
         }
+        super::bytes::prefetch_ahead(buf, at);
         let rec = match (u32_at(buf, at), u16_at(buf, at + 6)) {
             (Some(ty), Some(size)) if size >= 8 && at + usize::from(size) <= buf.len() => {
                 Some((at, ty, at + usize::from(size)))
