@@ -73,6 +73,7 @@ mod abi;
 mod bulk;
 mod bytes;
 mod compact;
+mod framing;
 pub mod kallsyms;
 mod pipe;
 pub mod print_fmt;
@@ -257,9 +258,9 @@ pub struct Reader<'a> {
     began: bool,
     only: Option<Vec<String>>,
     typed: Option<typed::Want>,
-    /// [`Reader::typed_samples`] walks a data section larger than this in `parts` parts, each
-    /// on its own thread ([`SPLIT_ABOVE`]; one part per CPU, at most [`MAX_PARTS`]; tests set
-    /// both).
+    /// The framing check and [`Reader::typed_samples`] walk a data section larger than this in
+    /// `parts` parts, each on its own thread ([`SPLIT_ABOVE`]; one part per CPU, at most
+    /// [`MAX_PARTS`]; tests set both).
     split_above: usize,
     parts: usize,
     /// A pipe-mode stream is shown to the record reader in time order when it can be
@@ -267,12 +268,13 @@ pub struct Reader<'a> {
     pipe_in_order: bool,
 }
 
-/// A data section above this many bytes is walked in parts side by side by
-/// [`Reader::typed_samples`]. The walk of a 193 MB recording's took 95 ms on one thread, so
-/// below this it takes about 8 ms (likely, not measured), little to split.
+/// A data section above this many bytes is walked in parts side by side, by the framing check
+/// ([`framing`]) and by [`Reader::typed_samples`]. The typed walk of a 193 MB recording's took
+/// 95 ms on one thread, so below this it takes about 8 ms (likely, not measured), little to
+/// split.
 const SPLIT_ABOVE: usize = 16 << 20;
 
-/// At most this many parts (and threads) for [`Reader::typed_samples`]' walk.
+/// At most this many parts (and threads) for the walks split at [`SPLIT_ABOVE`].
 const MAX_PARTS: usize = 8;
 
 impl<'a> Reader<'a> {
@@ -576,12 +578,16 @@ impl<'a> Reader<'a> {
         // letting them go to be faulted in again at once.
         let let_go = self.typed.is_none();
         let lenient = self.opts.common.lenient;
-        // where the typed walk may split the data section
-        let parts = match self.typed {
-            Some(_) => self.parts,
-            None => 1,
-        };
-        let checked = check(&mut buf, lenient, let_go, parts, &mut self.diagnostics)?;
+        // a large section's framing is walked in parts side by side, and the typed walk
+        // splits it where the check's parts start
+        let checked = check(
+            &mut buf,
+            lenient,
+            let_go,
+            self.parts,
+            self.split_above as u64,
+            &mut self.diagnostics,
+        )?;
         // samples of events not asked for: out of what the record reader reads, before it sorts
         // them (a file cut short keeps them: its ids come from the attr section, below)
         let mut dropped = match &self.only {
@@ -967,8 +973,10 @@ struct Checked {
     attr_of_id: IdMap,
     /// Records of a type perf does not define: (type, count, first byte offset), skipped.
     unknown: Vec<(u32, u64, u64)>,
-    /// File mode: byte offsets of records that split the data section into `parts` stretches
-    /// of about equal size (fewer when a record spans several), ascending, after its first.
+    /// File mode: byte offsets of records that split the data section into up to `parts`
+    /// stretches of about equal size, ascending, after its first: where the framing walk's
+    /// parts started (fewer when a guessed start was not a record's, [`framing`]; none below
+    /// `split_above`).
     cuts: Vec<usize>,
 }
 
@@ -1018,17 +1026,19 @@ fn u64_at(b: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(a))
 }
 
-/// Check the header and every record's framing; in lenient mode cut a file cut short back to
-/// its last whole record (patching the header in `buf`). Pipe mode: take the tracing data (which
-/// follows its record outside the record's size) out of the stream. `let_go`: release the pages
-/// of the data section behind the walk ([`bytes::Behind`]); not when the next pass walks it
-/// right after and lets go itself ([`Reader::typed_samples`]). `parts`: how many stretches
-/// [`Checked::cuts`] splits the data section into.
+/// Check the header and every record's framing ([`framing`]); in lenient mode cut a file cut
+/// short back to its last whole record (patching the header in `buf`). Pipe mode: take the
+/// tracing data (which follows its record outside the record's size) out of the stream.
+/// `let_go`: release the pages of the data section behind the walk ([`bytes::Behind`]); not
+/// when the next pass walks it right after and lets go itself ([`Reader::typed_samples`]). A
+/// data section above `split_above` bytes is walked in up to `parts` parts side by side, and
+/// [`Checked::cuts`] gives where the parts after the first start.
 fn check(
     buf: &mut bytes::Bytes,
     lenient: bool,
     let_go: bool,
     parts: usize,
+    split_above: u64,
     diags: &mut Diagnostics,
 ) -> Result<Checked, Error> {
     let len = buf.len() as u64;
@@ -1098,57 +1108,21 @@ fn check(
     // walk the records
     let end = claimed_end.min(len);
     let end = if data_size == 0 { len } else { end };
-    let mut pos = data_off;
-    let mut records = 0u64;
-    let mut kernel_map = None;
-    let mut unknown = Vec::new();
-    let until = if let_go { end } else { data_off };
-    let mut behind = bytes::Behind::new(data_off as usize, until as usize);
-    let mut cuts = Vec::new();
-    let step = (end.saturating_sub(data_off)) / parts.max(1) as u64;
-    let mut next_cut = match step {
-        0 => u64::MAX,
-        _ => data_off + step,
-    };
-    while pos < end {
-        let p = pos as usize;
-        behind.at(buf, p);
-        bytes::prefetch_ahead(buf, p);
-        if pos + 8 > end {
-            break;
+    let (walked, mut cuts) = framing::walk_in_parts(buf, data_off, end, let_go, parts, split_above);
+    let framing::Framing {
+        pos,
+        records,
+        kernel_map,
+        unknown,
+        bad,
+    } = walked;
+    if let Some((at, size, ty)) = bad {
+        let what =
+            format!("expected a record of at least 8 bytes, got size {size} (record type {ty})");
+        if !lenient {
+            return Err(binary(at, what));
         }
-        let ty = u32_at(buf, p).unwrap_or(0);
-        let size = u64::from(u16_at(buf, p + 6).unwrap_or(0));
-        if size < 8 {
-            let what = format!(
-                "expected a record of at least 8 bytes, got size {size} (record type {ty})"
-            );
-            if !lenient {
-                return Err(binary(pos, what));
-            }
-            push_diag(diags, records + 1, pos, what);
-            break;
-        }
-        let mut next = pos + size;
-        if ty == PERF_RECORD_AUXTRACE {
-            next = next.saturating_add(u64_at(buf, p + 8).unwrap_or(0));
-        }
-        if next > end {
-            break;
-        }
-        if kernel_map.is_none() {
-            kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
-        }
-        if pos >= next_cut {
-            cuts.push(p);
-            next_cut = match cuts.len() + 1 < parts {
-                true => (data_off + step * (cuts.len() as u64 + 1)).max(pos + 1),
-                false => u64::MAX,
-            };
-        }
-        count_unknown(&mut unknown, ty, pos);
-        pos = next;
-        records += 1;
+        push_diag(diags, records + 1, at, what);
     }
     if pos < end && cut.is_none() {
         cut = Some(format!(
