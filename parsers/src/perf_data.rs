@@ -263,6 +263,9 @@ pub struct Reader<'a> {
     /// [`MAX_PARTS`]; tests set both).
     split_above: usize,
     parts: usize,
+    /// At most this many bytes of kept records are copied when [`Reader::only`] takes samples
+    /// out ([`compact::COPY_UP_TO`]; tests set it).
+    copy_up_to: usize,
     /// A pipe-mode stream is shown to the record reader in time order when it can be
     /// ([`pipe::plan`]); tests turn it off to compare with the stream as it is.
     pipe_in_order: bool,
@@ -312,6 +315,7 @@ impl<'a> Reader<'a> {
             typed: None,
             split_above: SPLIT_ABOVE,
             parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
+            copy_up_to: compact::COPY_UP_TO,
             pipe_in_order: true,
         }
     }
@@ -592,7 +596,7 @@ impl<'a> Reader<'a> {
         // them (a file cut short keeps them: its ids come from the attr section, below)
         let mut dropped = match &self.only {
             Some(only) if !checked.pipe && checked.attr_of_id.is_empty() => {
-                compact::drop_samples(&buf, only)
+                compact::drop_samples(&buf, only, self.copy_up_to)
             }
             _ => None,
         };
@@ -642,6 +646,7 @@ impl<'a> Reader<'a> {
                     buf.clone(),
                     from,
                     std::mem::take(&mut d.kept),
+                    d.copy.take(),
                     std::mem::take(&mut d.index),
                 ),
                 _ => view::View::whole(buf.clone(), data),

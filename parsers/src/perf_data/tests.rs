@@ -396,6 +396,54 @@ fn a_damaged_cmdline_count_leaves_the_cmdline_out_instead_of_sizing_an_allocatio
     assert_eq!(h_bad.os_release, h_good.os_release);
 }
 
+#[test]
+fn the_kept_records_read_alike_from_a_copy_from_the_file_and_from_a_copy_given_up() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/perfdata");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|d| d.unwrap().file_name().into_string().unwrap())
+        .collect();
+    dirs.sort();
+    let only: &[&str] = &["contention_begin", "contention_end"];
+    let mut copied = 0;
+    for d in &dirs {
+        let bin = gunzip(&format!("fixtures/perfdata/{d}/perf.data.gz"));
+        let read = |copy_up_to: usize| {
+            let mut r = Reader::with_options(Box::new(Cursor::new(bin.clone())), strict());
+            r.copy_up_to = copy_up_to;
+            r.only(only);
+            let mut out = Vec::new();
+            while let Some(e) = r.next_event().unwrap() {
+                out.push(e);
+            }
+            (out, r.diagnostics().clone(), r.skipped())
+        };
+        // whole (the default), none, and one given up after its first few records
+        let (a, b, c) = (read(compact::COPY_UP_TO), read(0), read(2000));
+        assert!(a == b && b == c, "{d}: the lock events differ");
+        // what each was shown: the copy is the kept records' bytes, or there is none
+        let file = bytes::Bytes::Owned(bin.clone());
+        let names: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+        let Some(whole) = compact::drop_samples(&file, &names, compact::COPY_UP_TO) else {
+            continue;
+        };
+        let kept: Vec<u8> = whole
+            .kept
+            .iter()
+            .flat_map(|&(x, y)| bin[x..y].to_vec())
+            .collect();
+        assert!(kept.len() > 2000, "{d}");
+        assert_eq!(whole.copy.as_deref(), Some(&kept[..]), "{d}");
+        for cap in [0, 2000] {
+            let d2 = compact::drop_samples(&file, &names, cap).unwrap();
+            assert_eq!((d2.copy, d2.kept), (None, whole.kept.clone()), "{d}");
+        }
+        copied += 1;
+    }
+    // three of the bundled recordings have samples to take out when this was written
+    assert!(copied >= 3, "only {copied} fixtures had samples taken out");
+}
+
 /// Read `bytes` as a stream with `opts`, giving only `only`'s samples when asked.
 fn read_stream(bytes: Vec<u8>, opts: Options, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
     let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), opts);

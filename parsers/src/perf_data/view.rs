@@ -64,27 +64,34 @@ impl View {
     /// The file with the records `kept` (byte ranges in file order, inside the data section
     /// that starts at `data_off`) as its data section, followed by the feature `index`; the
     /// feature sections are read where they are in the file (the index's entries point there,
-    /// past the original data section, and the view has the file's length).
+    /// past the original data section, and the view has the file's length). `copy`: the kept
+    /// records' bytes, shown instead of the file's.
     pub(super) fn compacted(
         buf: Shared,
         data_off: usize,
-        kept: Vec<(usize, usize)>,
+        mut kept: Vec<(usize, usize)>,
+        copy: Option<Vec<u8>>,
         index: Vec<u8>,
     ) -> View {
         let data_len: usize = kept.iter().map(|(a, b)| b - a).sum();
         let until = kept.last().map_or(data_off, |k| k.1);
         let data_at = data_off as u64;
+        let mut patches = vec![
+            (
+                DATA_SIZE.start as u64,
+                (data_len as u64).to_le_bytes().to_vec(),
+            ),
+            (data_at + data_len as u64, index),
+        ];
+        if let Some(c) = copy.filter(|c| c.len() == data_len) {
+            patches.push((data_at, c));
+            kept = Vec::new();
+        }
         View {
             len: buf.0.len() as u64,
             buf,
             pos: 0,
-            patches: vec![
-                (
-                    DATA_SIZE.start as u64,
-                    (data_len as u64).to_le_bytes().to_vec(),
-                ),
-                (data_at + data_len as u64, index),
-            ],
+            patches,
             kept,
             data_at,
             data_len: data_len as u64,
@@ -240,48 +247,61 @@ mod tests {
         let kept = [(200, 240), (240, 300), (410, 418), (600, 1000)];
         let index: Vec<u8> = file[1000..1032].to_vec();
         let want = moved(&file, 200, &kept, &index);
-        let mut v = View::compacted(shared(file.clone()), 200, kept.to_vec(), index.clone());
-        // the record reader's pattern: the index and sections, then the data in small reads
-        let data_len = 40 + 60 + 8 + 400;
-        let mut got = vec![0u8; 32];
-        v.seek(SeekFrom::Start(200 + data_len)).unwrap();
-        v.read_exact(&mut got).unwrap();
-        assert_eq!(got, index);
-        v.seek(SeekFrom::Start(1100)).unwrap();
-        let mut tail = Vec::new();
-        v.read_to_end(&mut tail).unwrap();
-        assert_eq!(tail, &file[1100..]);
-        v.seek(SeekFrom::Start(0)).unwrap();
-        let mut all = Vec::new();
-        let mut chunk = [0u8; 13];
-        loop {
-            let n = v.read(&mut chunk).unwrap();
-            if n == 0 {
-                break;
+        // the kept records shown from the file, and from a copy of them
+        let copy: Vec<u8> = kept
+            .iter()
+            .flat_map(|&(a, b)| file[a..b].to_vec())
+            .collect();
+        for copy in [None, Some(copy)] {
+            let mut v = View::compacted(
+                shared(file.clone()),
+                200,
+                kept.to_vec(),
+                copy,
+                index.clone(),
+            );
+            // the record reader's pattern: the index and sections, then the data in small reads
+            let data_len = 40 + 60 + 8 + 400;
+            let mut got = vec![0u8; 32];
+            v.seek(SeekFrom::Start(200 + data_len)).unwrap();
+            v.read_exact(&mut got).unwrap();
+            assert_eq!(got, index);
+            v.seek(SeekFrom::Start(1100)).unwrap();
+            let mut tail = Vec::new();
+            v.read_to_end(&mut tail).unwrap();
+            assert_eq!(tail, &file[1100..]);
+            v.seek(SeekFrom::Start(0)).unwrap();
+            let mut all = Vec::new();
+            let mut chunk = [0u8; 13];
+            loop {
+                let n = v.read(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&chunk[..n]);
             }
-            all.extend_from_slice(&chunk[..n]);
+            assert_eq!(all.len(), file.len());
+            // the header, the kept records and the index are the moved file's; past them the
+            // moved file has stale bytes nobody reads, the view the file's own
+            let upto = 200 + data_len as usize + 32;
+            assert_eq!(&all[..upto], &want[..upto]);
+            assert_eq!(&all[upto..], &file[upto..]);
+            assert_eq!(
+                u64::from_le_bytes(all[48..56].try_into().unwrap()),
+                data_len
+            );
+            // back into the data section after reading past it: the cursor starts over
+            v.seek(SeekFrom::Start(200 + 95)).unwrap();
+            let mut mid = [0u8; 30];
+            v.read_exact(&mut mid).unwrap();
+            assert_eq!(mid, want[295..325]);
+            // seeks from the end and back
+            assert_eq!(v.seek(SeekFrom::End(-4)).unwrap(), 1596);
+            let mut last = [0u8; 4];
+            v.read_exact(&mut last).unwrap();
+            assert_eq!(last, file[1596..]);
+            assert!(v.seek(SeekFrom::Current(-2000)).is_err());
         }
-        assert_eq!(all.len(), file.len());
-        // the header, the kept records and the index are the moved file's; past them the
-        // moved file has stale bytes nobody reads, the view the file's own
-        let upto = 200 + data_len as usize + 32;
-        assert_eq!(&all[..upto], &want[..upto]);
-        assert_eq!(&all[upto..], &file[upto..]);
-        assert_eq!(
-            u64::from_le_bytes(all[48..56].try_into().unwrap()),
-            data_len
-        );
-        // back into the data section after reading past it: the cursor starts over
-        v.seek(SeekFrom::Start(200 + 95)).unwrap();
-        let mut mid = [0u8; 30];
-        v.read_exact(&mut mid).unwrap();
-        assert_eq!(mid, want[295..325]);
-        // seeks from the end and back
-        assert_eq!(v.seek(SeekFrom::End(-4)).unwrap(), 1596);
-        let mut last = [0u8; 4];
-        v.read_exact(&mut last).unwrap();
-        assert_eq!(last, file[1596..]);
-        assert!(v.seek(SeekFrom::Current(-2000)).is_err());
     }
 
     #[test]
