@@ -181,6 +181,15 @@ impl Behind {
         }
     }
 
+    /// The pass ended at byte `pos`: what it passed since the last release goes too (a pass
+    /// in parts would otherwise leave up to a step resident behind each part).
+    pub(super) fn done(&mut self, b: &Bytes, pos: usize) {
+        let pos = pos.min(self.until);
+        if pos > self.from {
+            self.release(b, pos);
+        }
+    }
+
     #[cold]
     fn release(&mut self, b: &Bytes, pos: usize) {
         b.let_go(&mut self.from, pos);

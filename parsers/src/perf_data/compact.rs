@@ -48,9 +48,10 @@ pub(super) struct Dropped {
     /// data section the record reader is shown.
     pub kept: Vec<(usize, usize)>,
     /// The kept records' bytes, copied as the walk passed them, when they came to at most
-    /// `copy_up_to` bytes ([`COPY_UP_TO`]): the record reader is then shown them from memory, and the file's
-    /// pages, let go behind the walk, are not read a third time.
-    pub copy: Option<Vec<u8>>,
+    /// `copy_up_to` bytes ([`COPY_UP_TO`]), in pieces of at most [`COPY_PIECE`] bytes (whole
+    /// records each): the record reader is then shown them from memory, each piece let go once
+    /// read, and the file's pages, let go behind the walk, are not read a third time.
+    pub copy: Option<Vec<Vec<u8>>>,
     /// The feature index, which the record reader looks for right after the data section (its
     /// entries point at the feature sections, which stay where they are).
     pub index: Vec<u8>,
@@ -61,7 +62,11 @@ pub(super) struct Dropped {
 /// of a 193 MB recording (10 MB of them among its 2 M samples) faulted in nearly every page of
 /// the file again, a seventh of `report`'s time (likely the same on larger files: the kept
 /// records are spread through the file).
-pub(super) const COPY_UP_TO: usize = 32 << 20;
+pub(super) const COPY_UP_TO: usize = 16 << 20;
+
+/// The copy's pieces are at most this long, so what the reader has read of it goes piece by
+/// piece.
+pub(super) const COPY_PIECE: usize = 1 << 20;
 
 /// Take out of `file` (a whole, checked file-mode perf.data) the samples of tracepoints whose
 /// name is not in `only`; `None` when nothing was taken out (all wanted, or the file is one
@@ -116,7 +121,8 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String], copy_up_to: usize) -> 
     // the kept records' byte ranges, adjacent ones merged: what the record reader is shown
     // once the walk has found nothing that sends it the whole file instead
     let mut kept: Vec<(usize, usize)> = Vec::new();
-    let mut copy = Some(Vec::new());
+    let mut copy: Option<Vec<Vec<u8>>> = Some(Vec::new());
+    let mut copied = 0;
     let mut numbering = Numbering::default();
     // running maximum key through the round before last, and through the last round
     let (mut max_before_last, mut max_last, mut max_now) = (None, None, None);
@@ -170,9 +176,17 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String], copy_up_to: usize) -> 
             _ => kept.push((pos, next)),
         }
         if let Some(c) = &mut copy {
-            match c.len() + (next - pos) <= copy_up_to {
-                true => c.extend_from_slice(&buf[pos..next]),
-                false => copy = None,
+            copied += next - pos;
+            match (copied <= copy_up_to, c.last_mut()) {
+                (false, _) => copy = None,
+                (true, Some(p)) if p.len() + (next - pos) <= COPY_PIECE => {
+                    p.extend_from_slice(&buf[pos..next])
+                }
+                (true, _) => {
+                    let mut p = Vec::with_capacity(COPY_PIECE.max(next - pos));
+                    p.extend_from_slice(&buf[pos..next]);
+                    c.push(p);
+                }
             }
         }
         pos = next;

@@ -93,6 +93,7 @@ pub(super) fn walk(buf: &Bytes, from: u64, end: u64, stop: u64, let_go: bool) ->
         f.pos = next;
         f.records += 1;
     }
+    behind.done(buf, f.pos as usize);
     f
 }
 

@@ -27,6 +27,15 @@ pub(super) struct View {
     /// forward; a seek back starts over).
     k: usize,
     k_at: u64,
+    /// Compacted: the kept records' bytes, in pieces shown instead of the file's (each
+    /// emptied once the reader has gone past it: read again, its bytes come from the file),
+    /// the pieces' lengths, and the piece the reader was in last and where it starts.
+    copy: Vec<Vec<u8>>,
+    copy_len: Vec<usize>,
+    c: usize,
+    c_at: u64,
+    /// The pieces before this one are let go.
+    c_done: usize,
     /// Lets go of the data section's pages behind the reader.
     behind: Behind,
 }
@@ -35,6 +44,8 @@ pub(super) struct View {
 enum At {
     /// Patch `.0`, from its byte `.1`.
     Patch(usize, usize),
+    /// Piece `.0` of the copy, from its byte `.1`.
+    Copy(usize, usize),
     /// The file, from this offset.
     File(usize),
 }
@@ -57,6 +68,11 @@ impl View {
             data_len: 0,
             k: 0,
             k_at: 0,
+            copy: Vec::new(),
+            copy_len: Vec::new(),
+            c: 0,
+            c_at: 0,
+            c_done: 0,
             behind: Behind::new(from, until),
         }
     }
@@ -65,33 +81,36 @@ impl View {
     /// that starts at `data_off`) as its data section, followed by the feature `index`; the
     /// feature sections are read where they are in the file (the index's entries point there,
     /// past the original data section, and the view has the file's length). `copy`: the kept
-    /// records' bytes, shown instead of the file's.
+    /// records' bytes in pieces, shown instead of the file's.
     pub(super) fn compacted(
         buf: Shared,
         data_off: usize,
-        mut kept: Vec<(usize, usize)>,
-        copy: Option<Vec<u8>>,
+        kept: Vec<(usize, usize)>,
+        copy: Option<Vec<Vec<u8>>>,
         index: Vec<u8>,
     ) -> View {
         let data_len: usize = kept.iter().map(|(a, b)| b - a).sum();
         let until = kept.last().map_or(data_off, |k| k.1);
         let data_at = data_off as u64;
-        let mut patches = vec![
-            (
-                DATA_SIZE.start as u64,
-                (data_len as u64).to_le_bytes().to_vec(),
-            ),
-            (data_at + data_len as u64, index),
-        ];
-        if let Some(c) = copy.filter(|c| c.len() == data_len) {
-            patches.push((data_at, c));
-            kept = Vec::new();
-        }
+        let copy = copy
+            .filter(|c| c.iter().map(Vec::len).sum::<usize>() == data_len)
+            .unwrap_or_default();
         View {
             len: buf.0.len() as u64,
             buf,
             pos: 0,
-            patches,
+            patches: vec![
+                (
+                    DATA_SIZE.start as u64,
+                    (data_len as u64).to_le_bytes().to_vec(),
+                ),
+                (data_at + data_len as u64, index),
+            ],
+            copy_len: copy.iter().map(Vec::len).collect(),
+            copy,
+            c: 0,
+            c_at: data_at,
+            c_done: 0,
             kept,
             data_at,
             data_len: data_len as u64,
@@ -120,6 +139,9 @@ impl View {
         }
         if !self.kept.is_empty() {
             if (self.data_at..self.data_at + self.data_len).contains(&pos) {
+                if let Some(at) = self.in_copy(pos) {
+                    return Some(at);
+                }
                 if pos < self.k_at {
                     (self.k, self.k_at) = (0, self.data_at);
                 }
@@ -144,6 +166,34 @@ impl View {
     }
 }
 
+impl View {
+    /// Where in the copy the data section's byte `pos` is, and how many bytes on from it the
+    /// same piece holds; `None` when there is no copy or its piece is let go.
+    fn in_copy(&mut self, pos: u64) -> Option<(At, u64)> {
+        if self.copy.is_empty() {
+            return None;
+        }
+        if pos < self.c_at {
+            (self.c, self.c_at) = (0, self.data_at);
+        }
+        while let Some(&n) = self.copy_len.get(self.c) {
+            let n = n as u64;
+            if pos < self.c_at + n {
+                let piece = &self.copy[self.c];
+                return (!piece.is_empty()).then(|| {
+                    (
+                        At::Copy(self.c, (pos - self.c_at) as usize),
+                        self.c_at + n - pos,
+                    )
+                });
+            }
+            self.c_at += n;
+            self.c += 1;
+        }
+        None
+    }
+}
+
 impl Read for View {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         let mut done = 0;
@@ -164,6 +214,14 @@ impl Read for View {
                     bytes
                 }
                 At::Patch(i, off) => &self.patches[i].1[off..off + n],
+                At::Copy(i, off) => {
+                    // the reader reads forward: the pieces before this one are done
+                    while self.c_done < i {
+                        self.copy[self.c_done] = Vec::new();
+                        self.c_done += 1;
+                    }
+                    &self.copy[i][off..off + n]
+                }
             };
             out[done..done + n].copy_from_slice(src);
             done += n;
@@ -247,11 +305,9 @@ mod tests {
         let kept = [(200, 240), (240, 300), (410, 418), (600, 1000)];
         let index: Vec<u8> = file[1000..1032].to_vec();
         let want = moved(&file, 200, &kept, &index);
-        // the kept records shown from the file, and from a copy of them
-        let copy: Vec<u8> = kept
-            .iter()
-            .flat_map(|&(a, b)| file[a..b].to_vec())
-            .collect();
+        // the kept records shown from the file, and from a copy of them in pieces (one a range
+        // here), the pieces read let go: read again, from the file
+        let copy: Vec<Vec<u8>> = kept.iter().map(|&(a, b)| file[a..b].to_vec()).collect();
         for copy in [None, Some(copy)] {
             let mut v = View::compacted(
                 shared(file.clone()),
