@@ -45,7 +45,9 @@
 //! [`Reader::only`] (`report`, the lock tables: `contention_begin`/`_end`) leaves the samples
 //! of the other events out of what the record reader reads, before it sorts them (`compact`,
 //! when the file's round contract allows it), or else passes over them undecoded; they keep
-//! their numbers, so the events given are the ones (`line` included) a whole read gives.
+//! their numbers, so the events given are the ones (`line` included) a whole read gives. The
+//! kept records are copied as the compaction passes them (up to 16 MiB, in pieces let go as the
+//! reader reads them), so the file's pages are not faulted in again for them.
 //!
 //! # Every sample at once
 //!
