@@ -25,6 +25,11 @@
 # lockcast record of lrufault 4K l10 (1.0 M events), --repeats 3, --base main@48ab68d, load 8-10:
 #   parse --table all 11.2 s / 7.87 s (two runs): 1.31x / 1.14x faster than base;
 #   text path / direct 1.74x / 1.62x (goal 10x: missed); peak RSS parse 284 MiB (base 241 MiB)
+# Measured 2026-12-06 (session 32), --repeats 5, the 193 MB lrufault 16K l300 recording of
+# bench/whatif.sh (2.0 M events), --base main@5fd7d5d, load ~1:
+#   report 0.182 s, perf lock contention 0.200 s: 1.09x (goal: faster than perf, met again;
+#   0.263 s before: prefetch, the check in parts, numbering by counting, the kept records copied)
+#   parse --table all 2.196 s (base 2.259 s), text path / direct 2.29x (goal 10x: missed)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
