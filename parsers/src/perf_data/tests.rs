@@ -396,27 +396,27 @@ fn a_damaged_cmdline_count_leaves_the_cmdline_out_instead_of_sizing_an_allocatio
     assert_eq!(h_bad.os_release, h_good.os_release);
 }
 
-#[test]
-fn the_kept_records_read_alike_from_a_copy_from_the_file_and_from_a_copy_given_up() {
+/// The bundled perf.data recordings' directories under fixtures/perfdata, sorted.
+fn fixture_dirs() -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/perfdata");
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .map(|d| d.unwrap().file_name().into_string().unwrap())
         .collect();
     dirs.sort();
+    dirs
+}
+
+#[test]
+fn the_kept_records_read_alike_from_a_copy_from_the_file_and_from_a_copy_given_up() {
     let only: &[&str] = &["contention_begin", "contention_end"];
     let mut copied = 0;
-    for d in &dirs {
+    for d in &fixture_dirs() {
         let bin = gunzip(&format!("fixtures/perfdata/{d}/perf.data.gz"));
         let read = |copy_up_to: usize| {
             let mut r = Reader::with_options(Box::new(Cursor::new(bin.clone())), strict());
             r.copy_up_to = copy_up_to;
-            r.only(only);
-            let mut out = Vec::new();
-            while let Some(e) = r.next_event().unwrap() {
-                out.push(e);
-            }
-            (out, r.diagnostics().clone(), r.skipped())
+            read_all_events(r, Some(only))
         };
         // whole (the default), none, and one given up after its first few records
         let (a, b, c) = (read(compact::COPY_UP_TO), read(0), read(2000));
@@ -446,9 +446,8 @@ fn the_kept_records_read_alike_from_a_copy_from_the_file_and_from_a_copy_given_u
     assert!(copied >= 3, "only {copied} fixtures had samples taken out");
 }
 
-/// Read `bytes` as a stream with `opts`, giving only `only`'s samples when asked.
-fn read_stream(bytes: Vec<u8>, opts: Options, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
-    let mut r = Reader::with_options(Box::new(Cursor::new(bytes)), opts);
+/// Every event of `r`, only `only`'s samples when asked, and the diagnostics.
+fn read_all_events(mut r: Reader, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
     if let Some(o) = only {
         r.only(o);
     }
@@ -459,14 +458,17 @@ fn read_stream(bytes: Vec<u8>, opts: Options, only: Option<&[&str]>) -> (Vec<Eve
     (out, r.diagnostics().clone())
 }
 
+/// Read `bytes` as a stream with `opts`, giving only `only`'s samples when asked.
+fn read_stream(bytes: Vec<u8>, opts: Options, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
+    read_all_events(
+        Reader::with_options(Box::new(Cursor::new(bytes)), opts),
+        only,
+    )
+}
+
 #[test]
 fn a_stream_read_through_a_temporary_file_gives_what_it_gives_read_into_memory() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/perfdata");
-    let mut dirs: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|d| d.unwrap().file_name().into_string().unwrap())
-        .collect();
-    dirs.sort();
+    let dirs = fixture_dirs();
     assert!(dirs.len() >= 10, "{dirs:?}");
     let spilled = |mut o: Options| {
         o.spill_above = Some(4096);
