@@ -184,7 +184,7 @@ pub(super) fn walk_in_parts(
     let mut cuts = Vec::new();
     for (&s, part) in starts.iter().zip(walked) {
         // the part before stopped at a bad record, at the end, or short of `s`: so would one walk
-        if all.bad.is_some() || all.pos != s && all.pos < s {
+        if all.bad.is_some() || all.pos < s {
             break;
         }
         if all.pos == s {
