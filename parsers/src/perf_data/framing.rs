@@ -289,6 +289,50 @@ mod tests {
     }
 
     #[test]
+    fn parts_of_any_bytes_are_one_walk() {
+        // sections of 8-byte words, each a plausible record header or not at random: the walk
+        // meets bad records, unknown types and sizes that run past the end anywhere, and the
+        // guesses land on bodies as often as on starts
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for case in 0..300 {
+            let words = 500 + (next() % 6000) as usize;
+            let mut data = Vec::with_capacity(words * 8);
+            for _ in 0..words {
+                let r = next();
+                let ty = [9u32, 3, 68, 10, 0, 200][(r % 6) as usize];
+                let size: u16 = match (r >> 8) % 50 {
+                    0 => (r >> 20) as u16 % 8, // below a header
+                    1 => (r >> 20) as u16 | 1, // odd
+                    2 => 0xfff8,               // past the end, mostly
+                    _ => 8 * (1 + ((r >> 20) % 24) as u16),
+                };
+                data.extend_from_slice(&ty.to_le_bytes());
+                data.extend_from_slice(&((r >> 40) as u16).to_le_bytes());
+                data.extend_from_slice(&size.to_le_bytes());
+            }
+            let cut = (next() % 8) as usize;
+            data.truncate(data.len() - cut);
+            let buf = Bytes::Owned(data);
+            let end = buf.len() as u64;
+            let from = 8 * (next() % 4);
+            let one = walk(&buf, from, end, end, false);
+            for parts in [2, 3, 4, 8] {
+                let (all, cuts) = walk_in_parts(&buf, from, end, false, parts, 0);
+                assert_eq!(all, one, "case {case}, {parts} parts");
+                for &c in &cuts {
+                    assert_eq!(walk(&buf, from, end, c as u64, false).pos, c as u64);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_wrong_guess_is_walked_over() {
         // FINISHED_ROUND records of 16 bytes whose bodies read as FINISHED_ROUNDs of 8: from
         // a body, too, every record in a row looks like one, and a guess may land there
