@@ -1,8 +1,11 @@
 //! `perf.data` files (file and pipe mode), strict and lenient, every event's payload decoded
-//! as the contention pairing does; and read as the replay reads them, typed fields asked for
-//! and every sample in one pass when the file allows it (else event by event). The
-//! tracing-data fallback and the kallsyms are given empty, so a cut input reads nothing from
-//! the machine (no tracefs, no build-id cache).
+//! as the contention pairing does; read as the replay reads them, typed fields asked for and
+//! every sample in one pass when the file allows it (else event by event); and read as
+//! `report` reads them, the lock events alone (the other samples taken out first). The last
+//! two split every data section into parts (as a large file's is), so the framing check's
+//! guessed part starts and the typed walk's parts are tried on every input. The tracing-data
+//! fallback and the kallsyms are given empty, so a cut input reads nothing from the machine
+//! (no tracefs, no build-id cache).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
         while let Ok(Some(e)) = r.next_event() {
             common::decode_payloads(&e);
         }
-        let mut r = Reader::with_options(Box::new(data), Options::offline(lenient));
+        let split = || Options {
+            split_above: Some(0),
+            ..Options::offline(lenient)
+        };
+        let mut r = Reader::with_options(Box::new(data), split());
         r.typed_fields(&TYPED);
         match r.typed_samples() {
             Ok(Some(all)) => {
@@ -34,6 +41,11 @@ fuzz_target!(|data: &[u8]| {
             }
             Ok(None) => while let Ok(Some(_)) = r.next_event() {},
             Err(_) => {}
+        }
+        let mut r = Reader::with_options(Box::new(data), split());
+        r.only(&["contention_begin", "contention_end"]);
+        while let Ok(Some(e)) = r.next_event() {
+            common::decode_payloads(&e);
         }
     }
 });

@@ -139,6 +139,9 @@ pub struct Options {
     /// unlinked temporary file and mapped rather than read into memory ([`spill`]); `None`:
     /// 32 MiB.
     pub spill_above: Option<usize>,
+    /// A data section longer than this many bytes is walked in parts side by side (the framing
+    /// check, [`Reader::typed_samples`]); `None`: 16 MiB. Fuzzing sets 0 to split every input.
+    pub split_above: Option<usize>,
 }
 
 impl Options {
@@ -160,6 +163,7 @@ impl Options {
             kallsyms: Some(kallsyms::Kallsyms::parse("")),
             kallsyms_from: None,
             spill_above: None,
+            split_above: None,
         }
     }
 }
@@ -306,6 +310,7 @@ impl<'a> Reader<'a> {
     }
 
     fn from_input(input: Input<'a>, opts: Options) -> Self {
+        let split_above = opts.split_above.unwrap_or(SPLIT_ABOVE);
         Reader {
             input: Some(input),
             opts,
@@ -315,7 +320,7 @@ impl<'a> Reader<'a> {
             began: false,
             only: None,
             typed: None,
-            split_above: SPLIT_ABOVE,
+            split_above,
             parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
             copy_up_to: compact::COPY_UP_TO,
             pipe_in_order: true,
