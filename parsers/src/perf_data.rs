@@ -998,13 +998,15 @@ fn known_record_type(ty: u32) -> bool {
     (1..=22).contains(&ty) || (64..=84).contains(&ty)
 }
 
-fn count_unknown(unknown: &mut Vec<(u32, u64, u64)>, ty: u32, pos: u64) {
+/// Count `n` records of type `ty` (the first at `pos`) in `unknown` when perf does not define
+/// the type.
+fn count_unknown(unknown: &mut Vec<(u32, u64, u64)>, ty: u32, n: u64, pos: u64) {
     if known_record_type(ty) {
         return;
     }
     match unknown.iter_mut().find(|u| u.0 == ty) {
-        Some(u) => u.1 += 1,
-        None => unknown.push((ty, 1, pos)),
+        Some(u) => u.1 += n,
+        None => unknown.push((ty, n, pos)),
     }
 }
 
@@ -1405,7 +1407,7 @@ fn check_pipe(
         if out.kernel_map.is_none() {
             out.kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (pos, s, a));
         }
-        count_unknown(&mut out.unknown, ty, pos);
+        count_unknown(&mut out.unknown, ty, 1, pos);
         pos = next;
         records += 1;
     }

@@ -15,7 +15,7 @@ use super::bytes::{self, Bytes};
 use super::{count_unknown, kernel_map_at, known_record_type, u16_at, u32_at, u64_at};
 
 /// What the walk found, from where it started to where it stopped.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub(super) struct Framing {
     /// Where the walk stopped: the end of the section, the part's stop (or the first record
     /// start past it), or the record it could not take (below its header's size, or running
@@ -40,10 +40,7 @@ impl Framing {
             self.kernel_map = next.kernel_map;
         }
         for (ty, n, at) in next.unknown {
-            match self.unknown.iter_mut().find(|u| u.0 == ty) {
-                Some(u) => u.1 += n,
-                None => self.unknown.push((ty, n, at)),
-            }
+            count_unknown(&mut self.unknown, ty, n, at);
         }
         self.bad = next.bad;
     }
@@ -89,7 +86,7 @@ pub(super) fn walk(buf: &Bytes, from: u64, end: u64, stop: u64, let_go: bool) ->
         if f.kernel_map.is_none() {
             f.kernel_map = kernel_map_at(buf, p, next as usize).map(|(s, a)| (f.pos, s, a));
         }
-        count_unknown(&mut f.unknown, ty, f.pos);
+        count_unknown(&mut f.unknown, ty, 1, f.pos);
         f.pos = next;
         f.records += 1;
     }
