@@ -23,17 +23,14 @@ pub(super) struct View {
     kept: Vec<(usize, usize)>,
     data_at: u64,
     data_len: u64,
-    /// The range of `kept` the reader was in last, and where it starts in the view (reads go
-    /// forward; a seek back starts over).
-    k: usize,
-    k_at: u64,
+    /// The range of `kept` the reader was in last.
+    in_kept: Cursor,
     /// Compacted: the kept records' bytes, in pieces shown instead of the file's (each
     /// emptied once the reader has gone past it: read again, its bytes come from the file),
-    /// the pieces' lengths, and the piece the reader was in last and where it starts.
+    /// the pieces' lengths, and the piece the reader was in last.
     copy: Vec<Vec<u8>>,
     copy_len: Vec<usize>,
-    c: usize,
-    c_at: u64,
+    in_copy: Cursor,
     /// The pieces before this one are let go.
     c_done: usize,
     /// Lets go of the data section's pages behind the reader.
@@ -66,12 +63,10 @@ impl View {
             kept: Vec::new(),
             data_at: 0,
             data_len: 0,
-            k: 0,
-            k_at: 0,
+            in_kept: Cursor::at(0),
             copy: Vec::new(),
             copy_len: Vec::new(),
-            c: 0,
-            c_at: 0,
+            in_copy: Cursor::at(0),
             c_done: 0,
             behind: Behind::new(from, until),
         }
@@ -108,14 +103,12 @@ impl View {
             ],
             copy_len: copy.iter().map(Vec::len).collect(),
             copy,
-            c: 0,
-            c_at: data_at,
+            in_copy: Cursor::at(data_at),
             c_done: 0,
             kept,
             data_at,
             data_len: data_len as u64,
-            k: 0,
-            k_at: data_at,
+            in_kept: Cursor::at(data_at),
             behind: Behind::new(data_off, until),
         }
     }
@@ -142,21 +135,10 @@ impl View {
                 if let Some(at) = self.in_copy(pos) {
                     return Some(at);
                 }
-                if pos < self.k_at {
-                    (self.k, self.k_at) = (0, self.data_at);
-                }
-                while let Some(&(a, b)) = self.kept.get(self.k) {
-                    let n = (b - a) as u64;
-                    if pos < self.k_at + n {
-                        return Some((
-                            At::File(a + (pos - self.k_at) as usize),
-                            self.k_at + n - pos,
-                        ));
-                    }
-                    self.k_at += n;
-                    self.k += 1;
-                }
-                return None;
+                let kept = &self.kept;
+                let len = |i: usize| kept.get(i).map(|&(a, b)| (b - a) as u64);
+                let (i, at, n) = self.in_kept.find(self.data_at, pos, len)?;
+                return Some((At::File(kept[i].0 + (pos - at) as usize), at + n - pos));
             }
             if self.data_at > pos {
                 until = until.min(self.data_at);
@@ -173,22 +155,44 @@ impl View {
         if self.copy.is_empty() {
             return None;
         }
-        if pos < self.c_at {
-            (self.c, self.c_at) = (0, self.data_at);
+        let lens = &self.copy_len;
+        let len = |i: usize| lens.get(i).map(|&n| n as u64);
+        let (i, at, n) = self.in_copy.find(self.data_at, pos, len)?;
+        (!self.copy[i].is_empty()).then(|| (At::Copy(i, (pos - at) as usize), at + n - pos))
+    }
+}
+
+/// A cursor over consecutive stretches of the data section (the kept ranges, the copy's
+/// pieces): the one the reader was in last and where it starts in the view. Reads go forward;
+/// a seek back starts over.
+struct Cursor {
+    i: usize,
+    at: u64,
+}
+
+impl Cursor {
+    /// At the first stretch, which starts at `start`.
+    fn at(start: u64) -> Cursor {
+        Cursor { i: 0, at: start }
+    }
+
+    /// The stretch `pos` is in: its index, where it starts and its length (`len(i)`, `None`
+    /// past the last); `None` past the last. The stretches start at `start`.
+    fn find(
+        &mut self,
+        start: u64,
+        pos: u64,
+        len: impl Fn(usize) -> Option<u64>,
+    ) -> Option<(usize, u64, u64)> {
+        if pos < self.at {
+            *self = Cursor::at(start);
         }
-        while let Some(&n) = self.copy_len.get(self.c) {
-            let n = n as u64;
-            if pos < self.c_at + n {
-                let piece = &self.copy[self.c];
-                return (!piece.is_empty()).then(|| {
-                    (
-                        At::Copy(self.c, (pos - self.c_at) as usize),
-                        self.c_at + n - pos,
-                    )
-                });
+        while let Some(n) = len(self.i) {
+            if pos < self.at + n {
+                return Some((self.i, self.at, n));
             }
-            self.c_at += n;
-            self.c += 1;
+            self.at += n;
+            self.i += 1;
         }
         None
     }
