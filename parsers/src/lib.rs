@@ -31,6 +31,7 @@ pub mod perf_data;
 pub mod perf_lock;
 pub mod perf_report;
 pub mod perf_script;
+pub mod prefault;
 pub mod time;
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
 use crate::duration::Ns;
 use crate::error::{Error, Result};
 use crate::frames::contention::OpenWaits;
+use lockcast_parsers::prefault::{self, Prefault};
 
 /// `FOLIO_BATCH_SIZE` in include/linux/folio_batch.h.
 pub const FOLIO_BATCH: u32 = 31;
@@ -303,6 +304,10 @@ fn first_passes(t: &Trace, o: &Options, side_by_side: bool) -> FirstPasses {
     (lock, census, gaps)
 }
 
+/// How far ahead of the main pass its buffers' pages are faulted in ([`Prefault::follow`]):
+/// it fills them at about 1.8 MB/ms on the 2 M-event recording.
+const PREFAULT_AHEAD: usize = 8 << 20;
+
 /// Rebuild holds and faults from a trace.
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let (lock, census, (g_insert, g_free)) = first_passes(t, o, t.events.len() >= SIDE_BY_SIDE);
@@ -326,6 +331,16 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
     let mut holds: Vec<Hold> = Vec::with_capacity(inserts + frees);
     let mut faults: Vec<Fault> = Vec::with_capacity(inserts);
     let mut measured_waits: Vec<Ns> = Vec::new();
+    // A third of this pass's time went to faulting in the holds' and faults' pages: a helper
+    // takes those faults a little ahead of it (as far as it goes: the holds are reserved for
+    // the most there could be, often twice what is used).
+    let (prefault, progress) = Prefault::follow(
+        vec![
+            prefault::spare(&faults, inserts),
+            prefault::spare(&holds, inserts + frees),
+        ],
+        PREFAULT_AHEAD,
+    );
     let (mut unattached, mut unknown) = (0u64, 0u64);
     let mut cpus: Vec<u32> = Vec::new();
     let mut by_via: std::collections::BTreeMap<Via, (u64, Ns)> = Default::default();
@@ -349,7 +364,11 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         }
     };
 
-    for e in &t.events {
+    for (i, e) in t.events.iter().enumerate() {
+        if i % 2048 == 0 {
+            progress[0].at(&faults);
+            progress[1].at(&holds);
+        }
         if !cpus.contains(&e.cpu) {
             cpus.push(e.cpu);
         }
@@ -491,6 +510,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
             t.path
         )));
     }
+    prefault.finish();
     classify_triggers(&mut holds, &faults);
     classify_releases(&mut holds, &faults, !discards.is_empty());
     lazy_calls.sort_by_key(|c| (c.enter, c.cpu));

@@ -16,6 +16,7 @@ use lockcast_parsers::detect::Format;
 use lockcast_parsers::event::{CaptureHeader, Frames};
 use lockcast_parsers::payload;
 use lockcast_parsers::perf_script;
+use lockcast_parsers::prefault::{self, Prefault};
 
 use crate::capture;
 use crate::error::{Error, Result};
@@ -370,6 +371,10 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
 /// the read is as fast.
 const SCRIPT_PIECE_BYTES: usize = 2 << 20;
 
+/// How far ahead of the events built from a perf.data file their pages are faulted in
+/// ([`Prefault::follow`]): they are written at about 1.6 MB/ms on the 2 M-event recording.
+const PREFAULT_AHEAD: usize = 8 << 20;
+
 /// [`read_with`] of an opened capture; `pieces`: `perf script` text is read in pieces of
 /// about this many bytes ([`read_script`]), `None`: with its event reader, as every other
 /// format (the two agree; a test compares them).
@@ -400,9 +405,19 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         // a perf.data file read in one pass: no `Event` per sample
         Some(all) => {
             t.events.reserve(all.samples.len());
+            // A third of this pass's time was faulting in the events' pages: a helper takes
+            // those faults a little ahead of it (as far as the events go: samples of events
+            // not replayed make none).
+            let (prefault, progress) = Prefault::follow(
+                vec![prefault::spare(&t.events, all.samples.len())],
+                PREFAULT_AHEAD,
+            );
             let tracked: Vec<Option<usize>> =
                 all.events.iter().map(|(_, n)| tracked_of(n)).collect();
-            for s in &all.samples {
+            for (i, s) in all.samples.iter().enumerate() {
+                if i % 4096 == 0 {
+                    progress[0].at(&t.events);
+                }
                 let (_, name) = &all.events[s.event as usize];
                 let ev = Ev {
                     tracked: tracked[s.event as usize],
@@ -418,6 +433,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                 let typed = all.typed[s.event as usize].then(|| all.values_of(s));
                 add_event(path, &ev, typed, &mut t, &mut st)?;
             }
+            prefault.finish();
         }
         None => {
             while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
