@@ -474,6 +474,7 @@ impl<'a> Reader<'a> {
                 |pos| behind.at(bytes, from + a + pos),
             )?;
             bulk::sort(&mut out);
+            bulk::number(&mut out);
             Some((out, counts))
         };
         let walked: Vec<Option<(bulk::TypedSamples, bulk::Counts)>> = std::thread::scope(|sc| {
@@ -502,7 +503,7 @@ impl<'a> Reader<'a> {
         for (_, c) in &walked {
             counts.add(c);
         }
-        let Some(mut out) = bulk::join(walked.into_iter().map(|(o, _)| o).collect()) else {
+        let Some(out) = bulk::join(walked.into_iter().map(|(o, _)| o).collect()) else {
             return Ok(None);
         };
         let h = &mut st.ctx.header;
@@ -515,7 +516,6 @@ impl<'a> Reader<'a> {
         // its end: the file's bytes go (as large as the file, or larger decompressed).
         st.iter = None;
         st.buf = None;
-        bulk::number(&mut out);
         self.began = true;
         self.finish();
         Ok(Some(out))

@@ -276,10 +276,11 @@ pub(super) fn sort(out: &mut TypedSamples) {
     out.samples.sort_by_key(key);
 }
 
-/// The walks of consecutive stretches of one data section, each [`sort`]ed, as one walk of
-/// the whole section sorted: the samples in the record reader's order, the values and
-/// payloads one after the other (each sample's slot moved with its part's). `None` when the
-/// whole has more samples or values than a u32 numbers (the record reader's then).
+/// The walks of consecutive stretches of one data section, each [`sort`]ed and [`number`]ed,
+/// as one walk of the whole section sorted and numbered: the samples in the record reader's
+/// order, the values and payloads one after the other (each sample's slot and number moved
+/// with its part's). `None` when the whole has more samples or values than a u32 numbers
+/// (the record reader's then).
 ///
 /// perf writes the per-CPU buffers in rounds, so each part is in time order but the end of
 /// one part and the start of the next overlap by about a round. Only that stretch is sorted
@@ -288,40 +289,30 @@ pub(super) fn sort(out: &mut TypedSamples) {
 /// samples. A part that overlaps more than its neighbour (a part shorter than a round) is
 /// caught by that last check and the whole sorted.
 pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
+    let total: usize = parts.iter().map(|p| p.samples.len()).sum();
+    if total >= u32::MAX as usize {
+        return None;
+    }
     let mut parts = parts.into_iter();
     let mut out = parts.next()?;
     let mut starts = Vec::new();
     for p in parts {
         starts.push(out.samples.len());
-        let (nv, np) = (out.values.len(), out.payloads.len());
         for (f, g) in out.fields.iter_mut().zip(&p.fields) {
             if *g != 0 {
                 *f = *g;
             }
         }
-        out.samples.reserve(p.samples.len());
-        for mut s in p.samples {
-            let base = match out.typed.get(s.event as usize)? {
-                true => Some(nv),
-                false if s.slot == NO_PAYLOAD => None,
-                false => Some(np),
-            };
-            if let Some(base) = base {
-                s.slot = u32::try_from(s.slot as usize + base)
-                    .ok()
-                    .filter(|&x| x != NO_PAYLOAD)?;
-            }
-            out.samples.push(s);
-        }
-        out.values.extend_from_slice(&p.values);
-        out.payloads.extend(p.payloads);
-    }
-    if out.samples.len() >= u32::MAX as usize {
-        return None;
+        append(&mut out, p)?;
     }
     let v = &mut out.samples;
     let ends = starts.iter().skip(1).copied().chain([v.len()]);
     let mut from = 0;
+    // where the whole may be out of order after the stretches are sorted: the pairs around
+    // each stretch's ends and each part's start (inside them, each stretch and the rest of
+    // each part are in order)
+    let mut seams = Vec::new();
+    let mut stretches = Vec::new();
     for (b, end) in starts.iter().copied().zip(ends) {
         // the previous part's samples after the next part's first, and the next part's
         // before the previous part's last
@@ -333,12 +324,98 @@ pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
         let lo = from + v[from..b].partition_point(|s| key(s) <= first);
         let hi = b + v[b..end].partition_point(|s| key(s) < last);
         v[lo..hi].sort_by_key(key);
+        seams.extend([lo, b, hi]);
+        stretches.push(lo..hi);
         from = b;
     }
-    if !v.is_sorted_by_key(key) {
+    let in_order = seams
+        .iter()
+        .all(|&s| s == 0 || s >= v.len() || key(&v[s - 1]) <= key(&v[s]));
+    if !in_order {
         v.sort_by_key(key);
+        number(&mut out);
+        return Some(out);
+    }
+    debug_assert!(v.is_sorted_by_key(key));
+    for r in stretches {
+        for (i, s) in v[r.clone()].iter_mut().enumerate() {
+            s.line = (r.start + i) as u32 + 1;
+        }
     }
     Some(out)
+}
+
+/// Append part `p`'s samples (slot and number moved past `out`'s), values and payloads to
+/// `out`. The samples and the values are copied on two threads: the copies were most of the
+/// join's time, and the other CPU is idle then.
+fn append(out: &mut TypedSamples, p: TypedSamples) -> Option<()> {
+    let (nv, np, ns) = (out.values.len(), out.payloads.len(), out.samples.len());
+    let TypedSamples {
+        typed,
+        samples,
+        values,
+        payloads,
+        ..
+    } = out;
+    let typed = &*typed;
+    // (sample, where it lands): the sample as it reads in the whole
+    let moved = |mut s: TypedSample, at: usize| -> Option<TypedSample> {
+        let base = match typed.get(s.event as usize)? {
+            true => Some(nv),
+            false if s.slot == NO_PAYLOAD => None,
+            false => Some(np),
+        };
+        if let Some(base) = base {
+            s.slot = u32::try_from(s.slot as usize + base)
+                .ok()
+                .filter(|&x| x != NO_PAYLOAD)?;
+        }
+        // below u32::MAX: `join` checked the whole
+        s.line = at as u32 + 1;
+        Some(s)
+    };
+    let n = p.samples.len();
+    samples.reserve(n);
+    let spare = &mut samples.spare_capacity_mut()[..n];
+    let copy = |from: &[TypedSample], to: &mut [std::mem::MaybeUninit<TypedSample>], at: usize| {
+        for (i, (s, d)) in from.iter().zip(to).enumerate() {
+            d.write(moved(*s, at + i)?);
+        }
+        Some(())
+    };
+    // the values' copy goes beside the samples' first part (as large, about, as the rest)
+    let cut = n / 2 + n / 8;
+    let (head, tail) = spare.split_at_mut(cut.min(n));
+    let (ph, pt) = p.samples.split_at(cut.min(n));
+    let (copied, spawned) = std::thread::scope(|sc| {
+        let other = std::thread::Builder::new().spawn_scoped(sc, || {
+            values.extend_from_slice(&p.values);
+            copy(pt, tail, ns + cut)
+        });
+        let here = copy(ph, head, ns);
+        match other {
+            Ok(h) => (
+                here.and(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                true,
+            ),
+            Err(_) => (here, false),
+        }
+    });
+    copied?;
+    if !spawned {
+        // no thread to be had: the rest here
+        values.extend_from_slice(&p.values);
+        copy(
+            pt,
+            &mut samples.spare_capacity_mut()[cut.min(n)..n],
+            ns + cut,
+        )?;
+    }
+    // SAFETY: each of the `n` slots past the length was written above (`copy` wrote every
+    // item of both halves: `from` and `to` are as long, and neither failed)
+    unsafe { samples.set_len(ns + n) };
+    payloads.extend(p.payloads);
+    Some(())
 }
 
 /// Number the samples in their order ([`TypedSample::line`]).
@@ -605,6 +682,7 @@ mod tests {
                 first.slot = NO_PAYLOAD;
             }
             sort(&mut t);
+            number(&mut t);
             t
         };
         let files: [&[&[(i64, i32)]]; 3] = [
@@ -629,6 +707,9 @@ mod tests {
             let got = join(parts.iter().map(|p| part(p)).collect()).unwrap();
             let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
             assert_eq!(seen, whole);
+            // numbered in the order of the whole, from 1
+            let lines: Vec<u64> = got.samples.iter().map(|s| s.line()).collect();
+            assert_eq!(lines, (1..=whole.len() as u64).collect::<Vec<_>>());
             // each payload went with its sample; each part's first has none
             let firsts: Vec<i32> = parts
                 .iter()
