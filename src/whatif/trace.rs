@@ -397,11 +397,14 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
     let mut st = ReadState::default();
     if let (Format::PerfScript, Some(bytes)) = (opened.format, pieces) {
         t.skipped_lines = read_script(path, opened, bytes, &mut t, &mut st)?;
-        return finish(t);
+        return finish(t, false);
     }
     let mut rd = opened.events("a replay")?;
     rd.typed_fields(&TYPED);
-    match rd.typed_samples().map_err(|e| Error::parse(path, e))? {
+    let one_pass = rd.typed_samples().map_err(|e| Error::parse(path, e))?;
+    // the typed samples come in time order, and the events are some of them
+    let in_order = one_pass.is_some();
+    match one_pass {
         // a perf.data file read in one pass: no `Event` per sample
         Some(all) => {
             t.events.reserve(all.samples.len());
@@ -459,7 +462,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         }
         t.header = Some(h.clone());
     }
-    finish(t)
+    finish(t, in_order)
 }
 
 /// `perf script` text, read a piece at a time (the pieces cut on their own thread while this
@@ -521,8 +524,9 @@ fn read_script(
     Ok(skipped)
 }
 
-/// The checks and the order every reading of a capture ends with.
-fn finish(mut t: Trace) -> Result<Trace> {
+/// The checks and the order every reading of a capture ends with; `in_order`: the events
+/// are known to be in time order already.
+fn finish(mut t: Trace, in_order: bool) -> Result<Trace> {
     let path = &t.path;
     if t.events.is_empty() {
         return Err(Error::Input(format!(
@@ -532,7 +536,8 @@ fn finish(mut t: Trace) -> Result<Trace> {
     }
     // The replay walks events in time order; perf script sorts them, ftrace per-CPU buffers
     // can interleave slightly out of order. A stable sort keeps file order for equal stamps.
-    if t.events.windows(2).any(|w| w[1].ts < w[0].ts) {
+    debug_assert!(!in_order || t.events.is_sorted_by_key(|e| e.ts));
+    if !in_order && t.events.windows(2).any(|w| w[1].ts < w[0].ts) {
         t.events.sort_by_key(|e| e.ts);
     }
     Ok(t)
