@@ -511,8 +511,26 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         )));
     }
     prefault.finish();
-    classify_triggers(&mut holds, &faults);
-    classify_releases(&mut holds, &faults, !discards.is_empty());
+    // The rest runs on one CPU after the main pass: what reads the holds without changing
+    // them goes side by side on a large capture (the two classifications each only read
+    // what the other writes).
+    let side_by_side = t.events.len() >= SIDE_BY_SIDE;
+    let has_discards = !discards.is_empty();
+    let (triggers, releases) = both(
+        side_by_side,
+        || triggers_of(&holds, &faults),
+        || releases_of(&holds, &faults, has_discards),
+    );
+    for (h, tr) in holds
+        .iter_mut()
+        .filter(|h| h.side == Side::Add)
+        .zip(triggers)
+    {
+        h.trigger = tr;
+    }
+    for i in releases {
+        holds[i].via = Via::Release;
+    }
     lazy_calls.sort_by_key(|c| (c.enter, c.cpu));
     let mut lazyfree_calls = Vec::with_capacity(lazy_calls.len());
     let mut lazy: Vec<Hold> = Vec::new();
@@ -522,17 +540,19 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         lazy.extend(h);
     }
     let holds = lazyfree::merge(holds, &mut faults, lazy);
-    for h in &holds {
-        if let Some((b, e)) = h.traced.get() {
-            let v = if h.traced_via == Via::Unknown {
-                h.via
-            } else {
-                h.traced_via
-            };
-            tally(&mut by_via, v, Ns::between(b, e));
+    let tally_holds = || {
+        for h in &holds {
+            if let Some((b, e)) = h.traced.get() {
+                let v = if h.traced_via == Via::Unknown {
+                    h.via
+                } else {
+                    h.traced_via
+                };
+                tally(&mut by_via, v, Ns::between(b, e));
+            }
         }
-    }
-    let zap_delay_ns = zap_delay(&holds, &faults);
+    };
+    let ((), zap_delay_ns) = both(side_by_side, tally_holds, || zap_delay(&holds, &faults));
     let span = (
         t.events.first().map(|e| e.ts).unwrap_or(0),
         t.events.last().map(|e| e.ts).unwrap_or(0),
@@ -606,11 +626,11 @@ fn death_after(
     v.get(*k).copied()
 }
 
-/// Mark free-side holds whose folios died while on a per-CPU batch: they were inserted by a
-/// drain that came after their task's discarding call (the batch held the last reference, so
-/// `folios_put()` after the drain freed them). Without discard events: a free hold right after
-/// an add hold on the same CPU that frees only folios that add hold inserted.
-fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
+/// The free-side holds whose folios died while on a per-CPU batch, by index: they were
+/// inserted by a drain that came after their task's discarding call (the batch held the last
+/// reference, so `folios_put()` after the drain freed them). Without discard events: a free
+/// hold right after an add hold on the same CPU that frees only folios that add hold inserted.
+fn releases_of(holds: &[Hold], faults: &[Fault], has_discards: bool) -> Vec<usize> {
     // per free hold: (folios dead before their insertion, folios, the add hold that inserted
     // the first of them, all from that one add hold)
     let mut stats: IntMap<u32, (u32, u32, u32, bool)> = IntMap::default();
@@ -635,6 +655,7 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
             .map(|(i, h)| prev.insert(h.cpu, i))
             .collect(),
     };
+    let mut out = Vec::new();
     for (&i, &(dead, n, ins, same)) in &stats {
         let (i, ins) = (i as usize, ins as usize);
         let release = if has_discards {
@@ -643,9 +664,29 @@ fn classify_releases(holds: &mut [Hold], faults: &[Fault], has_discards: bool) {
             same && Some(ins) == prev_of[i]
         };
         if release && holds[i].side == Side::Free {
-            holds[i].via = Via::Release;
+            out.push(i);
         }
     }
+    out
+}
+
+/// `a()` and `b()`, on two threads when `side_by_side`.
+fn both<A: Send, B: Send>(
+    side_by_side: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if !side_by_side {
+        return (a(), b());
+    }
+    std::thread::scope(|sc| {
+        let other = sc.spawn(b);
+        let x = a();
+        match other.join() {
+            Ok(y) => (x, y),
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
 }
 
 /// Median delay from a discarding call's enter to the first free-side (unmap) hold that frees
@@ -723,20 +764,23 @@ fn take_pending(pending: &mut CpuMap<Pending>, cpu: u32) -> Option<(i64, i64, Vi
     pending.get_mut(cpu).and_then(Option::take)
 }
 
-fn classify_triggers(holds: &mut [Hold], faults: &[Fault]) {
-    for h in holds.iter_mut().filter(|h| h.side == Side::Add) {
+/// What made each add-side hold drain, in the holds' order.
+fn triggers_of(holds: &[Hold], faults: &[Fault]) -> Vec<Trigger> {
+    let add = holds.iter().filter(|h| h.side == Side::Add);
+    add.map(|h| {
         let last_large = h
             .last_fault
             .and_then(|i| faults.get(i as usize))
             .is_some_and(|f| f.order > 0);
-        h.trigger = if last_large {
+        if last_large {
             Trigger::Large
         } else if h.folios >= FOLIO_BATCH {
             Trigger::Full
         } else {
             Trigger::Explicit
-        };
-    }
+        }
+    })
+    .collect()
 }
 
 /// The lock whose waits are followed by an LRU hold on the same CPU (see module docs).
