@@ -503,7 +503,8 @@ impl<'a> Reader<'a> {
         for (_, c) in &walked {
             counts.add(c);
         }
-        let Some(out) = bulk::join(walked.into_iter().map(|(o, _)| o).collect()) else {
+        let walked = walked.into_iter().map(|(o, _)| o).collect();
+        let Some(out) = bulk::join(walked, bulk::JOIN_TWO_THREADS_FROM) else {
             return Ok(None);
         };
         let h = &mut st.ctx.header;

@@ -276,6 +276,11 @@ pub(super) fn sort(out: &mut TypedSamples) {
     out.samples.sort_by_key(key);
 }
 
+/// Fewest samples of a part for which [`join`] copies it on two threads (2 MiB of samples):
+/// below it a second thread is not worth starting, and a fuzzed file split into many tiny
+/// parts would start one per part.
+pub(super) const JOIN_TWO_THREADS_FROM: usize = 1 << 16;
+
 /// The walks of consecutive stretches of one data section, each [`sort`]ed and [`number`]ed,
 /// as one walk of the whole section sorted and numbered: the samples in the record reader's
 /// order, the values and payloads one after the other (each sample's slot and number moved
@@ -288,7 +293,9 @@ pub(super) fn sort(out: &mut TypedSamples) {
 /// file order, so when the whole is then in time order it is the stable sort of the file's
 /// samples. A part that overlaps more than its neighbour (a part shorter than a round) is
 /// caught by that last check and the whole sorted.
-pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
+/// `two_threads_from`: a part of at least this many samples is copied on two threads
+/// ([`append`]).
+pub(super) fn join(parts: Vec<TypedSamples>, two_threads_from: usize) -> Option<TypedSamples> {
     let total: usize = parts.iter().map(|p| p.samples.len()).sum();
     if total >= u32::MAX as usize {
         return None;
@@ -303,7 +310,8 @@ pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
                 *f = *g;
             }
         }
-        append(&mut out, p)?;
+        let two_threads = p.samples.len() >= two_threads_from;
+        append(&mut out, p, two_threads)?;
     }
     let v = &mut out.samples;
     let ends = starts.iter().skip(1).copied().chain([v.len()]);
@@ -346,9 +354,9 @@ pub(super) fn join(parts: Vec<TypedSamples>) -> Option<TypedSamples> {
 }
 
 /// Append part `p`'s samples (slot and number moved past `out`'s), values and payloads to
-/// `out`. The samples and the values are copied on two threads: the copies were most of the
-/// join's time, and the other CPU is idle then.
-fn append(out: &mut TypedSamples, p: TypedSamples) -> Option<()> {
+/// `out`. With `two_threads`, the samples and the values are copied on two threads: the
+/// copies were most of the join's time, and the other CPU is idle then.
+fn append(out: &mut TypedSamples, p: TypedSamples, two_threads: bool) -> Option<()> {
     let (nv, np, ns) = (out.values.len(), out.payloads.len(), out.samples.len());
     let TypedSamples {
         typed,
@@ -384,32 +392,33 @@ fn append(out: &mut TypedSamples, p: TypedSamples) -> Option<()> {
         Some(())
     };
     // the values' copy goes beside the samples' first part (as large, about, as the rest)
-    let cut = n / 2 + n / 8;
-    let (head, tail) = spare.split_at_mut(cut.min(n));
-    let (ph, pt) = p.samples.split_at(cut.min(n));
+    let cut = match two_threads {
+        true => n / 2 + n / 8,
+        false => n,
+    };
+    let (head, tail) = spare.split_at_mut(cut);
+    let (ph, pt) = p.samples.split_at(cut);
     let (copied, spawned) = std::thread::scope(|sc| {
-        let other = std::thread::Builder::new().spawn_scoped(sc, || {
-            values.extend_from_slice(&p.values);
-            copy(pt, tail, ns + cut)
+        let other = two_threads.then(|| {
+            std::thread::Builder::new().spawn_scoped(sc, || {
+                values.extend_from_slice(&p.values);
+                copy(pt, tail, ns + cut)
+            })
         });
         let here = copy(ph, head, ns);
         match other {
-            Ok(h) => (
+            Some(Ok(h)) => (
                 here.and(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
                 true,
             ),
-            Err(_) => (here, false),
+            _ => (here, false),
         }
     });
     copied?;
     if !spawned {
-        // no thread to be had: the rest here
+        // one thread asked for, or none to be had: the rest here
         values.extend_from_slice(&p.values);
-        copy(
-            pt,
-            &mut samples.spare_capacity_mut()[cut.min(n)..n],
-            ns + cut,
-        )?;
+        copy(pt, &mut samples.spare_capacity_mut()[cut..n], ns + cut)?;
     }
     // SAFETY: each of the `n` slots past the length was written above (`copy` wrote every
     // item of both halves: `from` and `to` are as long, and neither failed)
@@ -704,7 +713,11 @@ mod tests {
         for parts in files {
             let mut whole: Vec<(i64, i32)> = parts.concat();
             whole.sort_by_key(|x| x.0);
-            let got = join(parts.iter().map(|p| part(p)).collect()).unwrap();
+            // copied on one thread and on two: the same
+            let got = join(parts.iter().map(|p| part(p)).collect(), usize::MAX).unwrap();
+            let two = join(parts.iter().map(|p| part(p)).collect(), 0).unwrap();
+            assert_eq!(got.samples, two.samples);
+            assert_eq!((&got.values, &got.payloads), (&two.values, &two.payloads));
             let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
             assert_eq!(seen, whole);
             // numbered in the order of the whole, from 1
