@@ -289,18 +289,11 @@ struct Census {
 /// (2 M events, ~20 ms) this stretch sits between reading the capture and everything that runs
 /// in parallel.
 fn first_passes(t: &Trace, o: &Options, side_by_side: bool) -> FirstPasses {
-    let rest = || (pick_lock(t, o), census(t));
-    let ((lock, census), gaps) = match side_by_side {
-        false => (rest(), gap_limits(t, o.g_max_ns)),
-        true => std::thread::scope(|sc| {
-            let gaps = sc.spawn(|| gap_limits(t, o.g_max_ns));
-            let r = rest();
-            match gaps.join() {
-                Ok(g) => (r, g),
-                Err(p) => std::panic::resume_unwind(p),
-            }
-        }),
-    };
+    let ((lock, census), gaps) = both(
+        side_by_side,
+        || (pick_lock(t, o), census(t)),
+        || gap_limits(t, o.g_max_ns),
+    );
     (lock, census, gaps)
 }
 
