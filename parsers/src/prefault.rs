@@ -54,6 +54,22 @@ pub fn spare<T>(v: &Vec<T>, extra: usize) -> Span {
     within(from, to)
 }
 
+/// Give back the pages of `v`'s spare capacity ([`spare`], all of it): those a
+/// [`Prefault::follow`] helper faulted in past where its writer stopped, up to its `ahead`
+/// bytes, which would otherwise stay resident as long as `v`.
+pub fn trim<T>(v: &Vec<T>) {
+    let s = spare(v, usize::MAX);
+    if s.is_empty() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: `s` is whole pages of `v`'s spare capacity, which holds no value: after
+    // MADV_DONTNEED they read as zeros when next touched, and `v` writes before it reads.
+    unsafe {
+        libc::madvise(s.start as *mut libc::c_void, s.len(), libc::MADV_DONTNEED);
+    }
+}
+
 /// The whole pages inside the bytes `from..to`.
 fn within(from: usize, to: usize) -> Span {
     let start = from.div_ceil(PAGE) * PAGE;
@@ -352,6 +368,13 @@ mod tests {
             end: left.end,
         };
         assert_eq!(resident(past), 0);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        // trimmed: what was faulted in past the writer is given back, what it wrote stays
+        assert!(resident(left) > 0);
+        trim(&v);
+        assert_eq!(resident(left), 0);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        v.extend((n / 2 + quarter) as u64..n as u64);
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
     }
 

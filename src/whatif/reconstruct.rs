@@ -504,6 +504,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
         )));
     }
     prefault.finish();
+    prefault::trim(&holds);
     // The rest runs on one CPU after the main pass: what reads the holds without changing
     // them goes side by side on a large capture (the two classifications each only read
     // what the other writes).

@@ -437,6 +437,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                 add_event(path, &ev, typed, &mut t, &mut st)?;
             }
             prefault.finish();
+            prefault::trim(&t.events);
         }
         None => {
             while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
