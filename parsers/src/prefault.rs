@@ -3,7 +3,7 @@
 //! The first write to a fresh anonymous page takes a page fault: the kernel allocates, zeroes
 //! and charges the page before the write goes on. A pass that fills a large fresh buffer on
 //! one CPU pays every fault in its own time (on the what-if's 2 M-event recording, the trace's
-//! events are 64 MB: 16 k faults, a third of the pass that builds them). When a second CPU
+//! events are 63 MB: 15 k faults, a third of the pass that builds them). When a second CPU
 //! is idle meanwhile, `madvise(MADV_POPULATE_WRITE)` (Linux 5.14) there takes those faults
 //! ahead of the writer. It faults pages in as a write would, without writing: a page the
 //! writer reached first is left as it is, so the two need no coordination.
