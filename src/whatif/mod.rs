@@ -353,25 +353,24 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     };
     // The calibration and the layouts need only the rebuilt holds, not each other: built side
     // by side, as the serial stretch before the replays is a large share of a what-if's time.
-    let ((samples, cal, uncovered_waits), (layout, win_recs)) = std::thread::scope(|sc| {
-        let t = &t;
-        let lay = sc.spawn(|| {
+    let ((samples, cal, uncovered_waits), (layout, win_recs)) = both(
+        true,
+        || {
+            let samples = calibrate::samples(&t, &rec);
+            let mut cal = calibrate::fit(&samples, o.post_quantile);
+            cal.tail_cut_ns = tail_cut(&cal, &rec);
+            let uncovered_waits = checks::uncovered_waits(&t, rec.lock);
+            (samples, cal, uncovered_waits)
+        },
+        || {
             let layout = intents::Layout::new(&rec);
             let win_recs = match o.bootstrap {
                 0 => None,
-                _ => sample::windows(t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed),
+                _ => sample::windows(&t, &rec, &o.reconstruct, o.sample, sample::WINDOWS, o.seed),
             };
             (layout, win_recs)
-        });
-        let samples = calibrate::samples(t, &rec);
-        let mut cal = calibrate::fit(&samples, o.post_quantile);
-        cal.tail_cut_ns = tail_cut(&cal, &rec);
-        let uncovered_waits = checks::uncovered_waits(t, rec.lock);
-        match lay.join() {
-            Ok(l) => ((samples, cal, uncovered_waits), l),
-            Err(p) => std::panic::resume_unwind(p),
-        }
-    });
+        },
+    );
     // Nothing below reads the capture's events, and the replays' buffers are allocated from
     // here on: without the events under them the peak is lower (on a 2 M-event capture RSS
     // here fell 241 -> 180 MiB).
@@ -1088,6 +1087,26 @@ fn with_intents(
         .filter(|r| r.side == Side::Add)
         .count() as u64;
     id
+}
+
+/// `a()` and `b()`, `b` on a second thread when `side_by_side` (the calling thread runs `a`);
+/// a panic in either goes on in the caller.
+pub(crate) fn both<A: Send, B: Send>(
+    side_by_side: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if !side_by_side {
+        return (a(), b());
+    }
+    std::thread::scope(|sc| {
+        let other = sc.spawn(b);
+        let x = a();
+        match other.join() {
+            Ok(y) => (x, y),
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
 }
 
 /// `f(0..n)` in order, on up to as many threads as the machine has CPUs, each thread with its

@@ -15,7 +15,7 @@
 //! usual other one in these captures; it is followed by `mm_page_alloc`).
 
 use super::intents::MaybeSpan;
-use super::{CpuMap, IntMap};
+use super::{both, CpuMap, IntMap};
 
 use super::lazyfree;
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
@@ -662,25 +662,6 @@ fn releases_of(holds: &[Hold], faults: &[Fault], has_discards: bool) -> Vec<usiz
         }
     }
     out
-}
-
-/// `a()` and `b()`, on two threads when `side_by_side`.
-fn both<A: Send, B: Send>(
-    side_by_side: bool,
-    a: impl FnOnce() -> A + Send,
-    b: impl FnOnce() -> B + Send,
-) -> (A, B) {
-    if !side_by_side {
-        return (a(), b());
-    }
-    std::thread::scope(|sc| {
-        let other = sc.spawn(b);
-        let x = a();
-        match other.join() {
-            Ok(y) => (x, y),
-            Err(p) => std::panic::resume_unwind(p),
-        }
-    })
 }
 
 /// Median delay from a discarding call's enter to the first free-side (unmap) hold that frees
