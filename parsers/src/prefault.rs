@@ -16,9 +16,15 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// Fewer bytes than this are not worth a thread (spawning one costs tens of microseconds,
-/// faulting a MiB in about a quarter of a millisecond here).
+/// Fewer bytes than this get no helper: a guess, not measured, that keeps small captures'
+/// passes free of a thread that would have little to do.
 const MIN_BYTES: usize = 2 << 20;
+
+/// How far ahead of its writer [`Prefault::follow`]'s helper goes, as the what-if's passes
+/// use it. Not tuned: on the 2 M-event recording the writers fill 1.6-1.8 MB per ms, so this
+/// is about 5 ms of their work, and at most this much is faulted in past where they stop
+/// (given back by [`trim`]).
+pub const AHEAD: usize = 8 << 20;
 
 /// Pages asked for in one call: the helper looks for [`Prefault`]'s stop between calls.
 const CHUNK: usize = 256 << 10;
@@ -102,8 +108,8 @@ impl Progress {
 struct Track {
     span: Span,
     done: usize,
-    /// `None`: the whole span; else no further than this many bytes past the writer.
-    follow: Option<(Arc<AtomicUsize>, usize)>,
+    /// Where its writer is; no further than `ahead` bytes past it.
+    writer: Arc<AtomicUsize>,
     /// Done as far as it will go.
     closed: bool,
 }
@@ -114,22 +120,11 @@ const DRAIN: u8 = 1;
 const STOP: u8 = 2;
 
 impl Prefault {
-    /// Start faulting in `spans` on a helper thread, each whole (none for less than 2 MiB in
-    /// all, or with one CPU).
-    pub fn start(spans: Vec<Span>) -> Prefault {
-        let tracks = spans.into_iter().map(|span| Track {
-            span,
-            done: span.start,
-            follow: None,
-            closed: span.is_empty(),
-        });
-        Self::spawn(tracks.collect())
-    }
-
-    /// As [`Prefault::start`], but each span no further than `ahead` bytes past where its
-    /// writer reports it is ([`Progress::at`], one per span): for a buffer reserved for the
-    /// most it could hold, whose length is known only once it is filled (the pages it never
-    /// reaches stay unmapped).
+    /// Start faulting in `spans` on a helper thread (none for less than 2 MiB in all, or with
+    /// one CPU), each no further than `ahead` bytes past where its writer reports it is
+    /// ([`Progress::at`], one per span): for a buffer reserved for the most it could hold,
+    /// whose length is known only once it is filled (the pages it never reaches stay
+    /// unmapped). `usize::MAX`: each span whole.
     pub fn follow(spans: Vec<Span>, ahead: usize) -> (Prefault, Vec<Progress>) {
         let mut progress = Vec::with_capacity(spans.len());
         let tracks = spans
@@ -140,15 +135,15 @@ impl Prefault {
                 Track {
                     span,
                     done: span.start,
-                    follow: Some((at, ahead)),
+                    writer: at,
                     closed: span.is_empty(),
                 }
             })
             .collect();
-        (Self::spawn(tracks), progress)
+        (Self::spawn(tracks, ahead), progress)
     }
 
-    fn spawn(tracks: Vec<Track>) -> Prefault {
+    fn spawn(tracks: Vec<Track>, ahead: usize) -> Prefault {
         let state = Arc::new(AtomicU8::new(RUN));
         let total: usize = tracks.iter().map(|t| t.span.len()).sum();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -157,7 +152,7 @@ impl Prefault {
                 let state = Arc::clone(&state);
                 std::thread::Builder::new()
                     .name("prefault".into())
-                    .spawn(move || populate(tracks, &state))
+                    .spawn(move || populate(tracks, ahead, &state))
                     .ok()
             })
             .flatten();
@@ -192,10 +187,10 @@ impl Drop for Prefault {
     }
 }
 
-/// Fault in the tracks a chunk at a time, round robin, a followed one only as far as its
-/// writer allows (waiting for it when none may go on); the bytes done, up to the first
+/// Fault in the tracks a chunk at a time, round robin, each no further than `ahead` bytes
+/// past its writer (waiting for them when none may go on); the bytes done, up to the first
 /// refusal.
-fn populate(mut tracks: Vec<Track>, state: &AtomicU8) -> usize {
+fn populate(mut tracks: Vec<Track>, ahead: usize, state: &AtomicU8) -> usize {
     let mut done = 0;
     loop {
         let (mut moved, mut open) = (false, false);
@@ -204,13 +199,9 @@ fn populate(mut tracks: Vec<Track>, state: &AtomicU8) -> usize {
             if now == STOP {
                 return done;
             }
-            let to = match &t.follow {
-                None => t.span.end,
-                Some((at, ahead)) => at
-                    .load(Ordering::Relaxed)
-                    .saturating_add(*ahead)
-                    .min(t.span.end),
-            };
+            let to = (t.writer.load(Ordering::Relaxed))
+                .saturating_add(ahead)
+                .min(t.span.end);
             let n = to.saturating_sub(t.done).min(CHUNK) / PAGE * PAGE;
             // a followed span waits for a whole chunk, or its end
             if n == 0 || (n < CHUNK && t.done + n < t.span.end && now == RUN) {
@@ -318,7 +309,7 @@ mod tests {
             resident(s) < s.len() / PAGE / 2,
             "the capacity was not fresh"
         );
-        let p = Prefault::start(vec![s]);
+        let (p, _) = Prefault::follow(vec![s], usize::MAX);
         // written while the helper works: left as written
         v.extend(1000..n as u64 / 2);
         let done = p.wait();
@@ -381,7 +372,8 @@ mod tests {
     #[test]
     fn no_helper_for_a_small_buffer() {
         let v: Vec<u64> = Vec::with_capacity(1 << 20);
-        assert_eq!(Prefault::start(vec![spare(&v, 100)]).wait(), 0);
-        assert_eq!(Prefault::start(vec![spare(&v, 200 << 10)]).wait(), 0);
+        let whole = |s: Span| Prefault::follow(vec![s], usize::MAX).0.wait();
+        assert_eq!(whole(spare(&v, 100)), 0);
+        assert_eq!(whole(spare(&v, 200 << 10)), 0);
     }
 }
