@@ -293,6 +293,7 @@ pub(super) const JOIN_TWO_THREADS_FROM: usize = 1 << 16;
 /// file order, so when the whole is then in time order it is the stable sort of the file's
 /// samples. A part that overlaps more than its neighbour (a part shorter than a round) is
 /// caught by that last check and the whole sorted.
+///
 /// `two_threads_from`: a part of at least this many samples is copied on two threads
 /// ([`append`]).
 pub(super) fn join(parts: Vec<TypedSamples>, two_threads_from: usize) -> Option<TypedSamples> {
@@ -346,9 +347,7 @@ pub(super) fn join(parts: Vec<TypedSamples>, two_threads_from: usize) -> Option<
     }
     debug_assert!(v.is_sorted_by_key(key));
     for r in stretches {
-        for (i, s) in v[r.clone()].iter_mut().enumerate() {
-            s.line = (r.start + i) as u32 + 1;
-        }
+        number_from(&mut v[r.clone()], r.start);
     }
     Some(out)
 }
@@ -429,9 +428,14 @@ fn append(out: &mut TypedSamples, p: TypedSamples, two_threads: bool) -> Option<
 
 /// Number the samples in their order ([`TypedSample::line`]).
 pub(super) fn number(out: &mut TypedSamples) {
-    for (i, s) in out.samples.iter_mut().enumerate() {
+    number_from(&mut out.samples, 0);
+}
+
+/// Number `v`, whose first sample is the whole's `first` (0-based).
+fn number_from(v: &mut [TypedSample], first: usize) {
+    for (i, s) in v.iter_mut().enumerate() {
         // below u32::MAX: the walk and the join leave larger files to the record reader
-        s.line = i as u32 + 1;
+        s.line = (first + i) as u32 + 1;
     }
 }
 
