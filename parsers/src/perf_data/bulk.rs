@@ -276,9 +276,9 @@ pub(super) fn sort(out: &mut TypedSamples) {
     out.samples.sort_by_key(key);
 }
 
-/// Fewest samples of a part for which [`join`] copies it on two threads (2 MiB of samples):
-/// below it a second thread is not worth starting, and a fuzzed file split into many tiny
-/// parts would start one per part.
+/// Fewest samples of a part for which [`join`] copies it on two threads (2 MiB of samples).
+/// Not measured where a thread starts to pay: a bound that keeps small parts, and a fuzzed
+/// file split into many tiny ones, on one thread.
 pub(super) const JOIN_TWO_THREADS_FROM: usize = 1 << 16;
 
 /// The walks of consecutive stretches of one data section, each [`sort`]ed and [`number`]ed,
