@@ -333,6 +333,11 @@ pub struct Scratch {
     perm: Vec<u32>,
     d_large: Vec<i64>,
     d_full: Vec<i64>,
+    /// The last build's medians of `d_large` and `d_full`: the next one's guesses.
+    last_large: Option<i64>,
+    last_full: Option<i64>,
+    /// [`crate::stats::median_int_near`]'s counts.
+    counts: Vec<u32>,
     /// The stream's discarding calls in virtual time ([`Layout::calls`]).
     vcalls: Vec<(i64, i64)>,
 }
@@ -583,8 +588,11 @@ impl Layout {
             mark_zaps_ranked(keys, stream);
             v0.push(stream.first().map(|i| i.v()).unwrap_or(0));
         }
-        let delay_large = median_of(&mut s.d_large).or(median_of(&mut s.d_full));
-        let delay_full = median_of(&mut s.d_full).or(median_of(&mut s.d_large));
+        // each median once (`Option::or` takes a value: the second one's argument was a
+        // second selection over all of the other vector)
+        let large = median_of(&mut s.d_large, &mut s.last_large, &mut s.counts);
+        let full = median_of(&mut s.d_full, &mut s.last_full, &mut s.counts);
+        let (delay_large, delay_full) = (large.or(full), full.or(large));
         out.cpus.clone_from(&self.cpus);
         out.delay_large = delay_large.unwrap_or(0);
         out.delay_full = delay_full.unwrap_or(0);
@@ -753,11 +761,22 @@ fn rank(i: &Intent) -> u8 {
     }
 }
 
-/// [`crate::stats::median`] rounded, by selection instead of a sort (the same two order
-/// statistics, so the same value: the delays are integers well inside f64's exact range, and
-/// integer comparisons select faster than `f64::total_cmp`); reorders `v`.
-fn median_of(v: &mut [i64]) -> Option<i64> {
-    crate::stats::median_int(v).map(|m| m.round() as i64)
+/// [`crate::stats::median`] rounded, by selection or counting instead of a sort (the same two
+/// order statistics, so the same value: the delays are integers well inside f64's exact
+/// range, and integer comparisons select faster than `f64::total_cmp`); reorders `v`. `last`
+/// is the previous build's median, the guess [`crate::stats::median_int_near`] counts around
+/// (a first build guesses from every 256th delay), and becomes this one's.
+fn median_of(v: &mut [i64], last: &mut Option<i64>, counts: &mut Vec<u32>) -> Option<i64> {
+    let guess = match *last {
+        Some(g) => g,
+        None => {
+            let mut every: Vec<i64> = v.iter().step_by(256).copied().collect();
+            crate::stats::median_int(&mut every).map_or(0, |m| m.round() as i64)
+        }
+    };
+    let m = crate::stats::median_int_near(v, guess, counts).map(|m| m.round() as i64);
+    *last = m.or(*last);
+    m
 }
 
 #[cfg(test)]
