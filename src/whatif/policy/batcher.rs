@@ -216,7 +216,7 @@ impl Batcher {
             drain(&mut out, last.v(), &mut folios, &mut pages);
             drain_lazy(&mut out, last.v(), &mut lazy);
         }
-        out.sort_by_key(|r| r.v);
+        super::sort_by_v(&mut out);
         out
     }
 }

@@ -262,7 +262,7 @@ impl FbatchDrain {
         if let Some(last) = stream.last() {
             drain(last.v(), &mut batch, &mut deaths, &mut out);
         }
-        out.sort_by_key(|r| r.v);
+        super::sort_by_v(&mut out);
         if self.dead == DeadRule::SeriesLock {
             self.charge_deaths(&mut out, &deaths, intents.delay_zap);
         }
@@ -305,7 +305,7 @@ impl FbatchDrain {
             }
         }
         out.extend(extra);
-        out.sort_by_key(|r| r.v);
+        super::sort_by_v(out);
     }
 }
 
