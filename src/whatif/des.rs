@@ -217,6 +217,19 @@ fn replay_with(
     streams: &[Vec<Request>],
     cal: &Calibration,
     obs: Observation,
+    served: impl FnMut(Grant),
+) -> Detailed {
+    match obs {
+        Observation::Paravirt => replay_loop::<false>(streams, cal, served),
+        Observation::BareMetal => replay_loop::<true>(streams, cal, served),
+    }
+}
+
+/// [`replay_with`] under one observation rule, `BARE` for bare-metal: only that rule reads
+/// the queue of pending grants, so under paravirt the hot loop does not keep it.
+fn replay_loop<const BARE: bool>(
+    streams: &[Vec<Request>],
+    cal: &Calibration,
     mut served: impl FnMut(Grant),
 ) -> Detailed {
     let n = streams.len();
@@ -266,13 +279,15 @@ fn replay_with(
         }
         let r = streams[c][next[c]];
         next[c] += 1;
-        while grants.front().is_some_and(|&g| g <= t) {
-            grants.pop_front();
+        if BARE {
+            while grants.front().is_some_and(|&g| g <= t) {
+                grants.pop_front();
+            }
         }
         let busy = t < free_at;
-        let traced = match obs {
-            Observation::Paravirt => busy,
-            Observation::BareMetal => busy && !grants.is_empty(),
+        let traced = match BARE {
+            false => busy,
+            true => busy && !grants.is_empty(),
         };
         // A traced waiter emits contention_end while holding the lock: its grant stamp comes
         // `gap` after the release and its hold runs from there. An untraced one (fast path,
@@ -307,7 +322,9 @@ fn replay_with(
             m.slowpath += 1;
             m.all_wait_ns += w;
             p.all_wait_ns += w;
-            grants.push_back(grant);
+            if BARE {
+                grants.push_back(grant);
+            }
         }
         if traced {
             m.contended += 1;
