@@ -209,10 +209,13 @@ pub struct Layout {
     zap_delay_ns: i64,
     /// [`Reconstruction::has_discards`].
     has_discards: bool,
-    /// Per stream: its holds, in hold order.
-    cpu_holds: Vec<Vec<usize>>,
+    /// Per stream: its holds' range in `hold_t`.
+    cpu_holds: Vec<std::ops::Range<u32>>,
     /// Per hold, the little a re-timing reads of it (a [`super::reconstruct::Hold`] is ~90
-    /// bytes, and every calibration walked all of them twice: memory-bound on large captures).
+    /// bytes, and every calibration walked all of them twice: memory-bound on large captures),
+    /// stream by stream, each stream's in hold order: a stream's pass over its holds' times
+    /// reads one stretch of memory, not every other hold of all of them (the streams' holds
+    /// interleave in hold order), and their indices fit in 32 bits.
     hold_t: Vec<HoldT>,
     /// Per stream, its holds' intents with every field but the time set, so a build copies one
     /// and fills in its time.
@@ -252,7 +255,8 @@ struct HoldT {
 struct ItemT {
     /// A fault: its own time, else unused.
     ts: i64,
-    /// The hold whose request the intent's time (a hold) or its drain request (a fault) is.
+    /// The hold whose request the intent's time (a hold) or its drain request (a fault) is
+    /// (index in [`Layout::hold_t`]).
     hold: u32,
     /// A hold: its intent's index in [`Layout::templates`]. A fault: the index in
     /// [`Layout::calls`] of the call it dies in, [`NO_CALL`] without one.
@@ -321,10 +325,12 @@ enum Item {
 /// usually find their input already in order.
 #[derive(Debug, Clone, Default)]
 pub struct Scratch {
+    /// Per hold of [`Layout::hold_t`]: its request and its lock time (wait + hold) under the
+    /// calibration.
     req: Vec<i64>,
-    /// Per hold: its lock time (wait + hold) under the calibration.
     lock: Vec<i64>,
-    by_req: Vec<Vec<usize>>,
+    /// Per stream: its holds (`hold_t` indices) in request order.
+    by_req: Vec<Vec<u32>>,
     q: Vec<Vec<i64>>,
     prefix: Vec<Vec<i64>>,
     /// Per stream: the push index (`items` index) of each intent, in the stream's order.
@@ -366,6 +372,18 @@ impl Layout {
         }
         cpu_holds.truncate(n);
         items.truncate(n);
+        // each hold's place in `hold_t`: stream by stream, each stream's in hold order
+        let mut flat = vec![u32::MAX; r.holds.len()];
+        let mut ranges = Vec::with_capacity(n);
+        let mut next = 0u32;
+        for list in &cpu_holds {
+            let start = next;
+            for &i in list {
+                flat[i] = next;
+                next += 1;
+            }
+            ranges.push(start..next);
+        }
         let fault_trig: Vec<u8> = r
             .faults
             .iter()
@@ -380,10 +398,11 @@ impl Layout {
                 }
             })
             .collect();
-        let hold_t: Vec<HoldT> = r
-            .holds
+        let hold_t: Vec<HoldT> = cpu_holds
             .iter()
-            .map(|h| {
+            .flatten()
+            .map(|&i| {
+                let h = &r.holds[i];
                 let (t, wait) = match h.traced.get() {
                     Some((b, e)) => (b, e - b),
                     None => (h.first_ts, 0),
@@ -409,7 +428,7 @@ impl Layout {
                     Item::Hold(i) => {
                         ti.push(ItemT {
                             ts: 0,
-                            hold: i as u32,
+                            hold: flat[i],
                             aux: tm.len() as u32,
                             trig: TRIG_NONE,
                             order: 0,
@@ -428,7 +447,7 @@ impl Layout {
                         };
                         ti.push(ItemT {
                             ts: f.ts,
-                            hold: f.hold,
+                            hold: flat[f.hold as usize],
                             aux,
                             trig: fault_trig[fi],
                             order: f.order,
@@ -463,7 +482,7 @@ impl Layout {
             cpus: r.cpus.clone(),
             zap_delay_ns: r.zap_delay_ns,
             has_discards: r.has_discards,
-            cpu_holds,
+            cpu_holds: ranges,
             hold_t,
             templates,
             times,
@@ -500,11 +519,13 @@ impl Layout {
         // per CPU: lock-time spans in (request, hold) order, and the lock time before each
         for ci in 0..n {
             let order = &mut s.by_req[ci];
-            if order.len() != self.cpu_holds[ci].len() {
-                order.clone_from(&self.cpu_holds[ci]);
+            let holds = &self.cpu_holds[ci];
+            if order.len() != holds.len() {
+                order.clear();
+                order.extend(holds.clone());
             }
             let req = &s.req;
-            resort(order, |&i| (req[i], i));
+            resort(order, |&i| (req[i as usize], i));
             let (q, prefix) = (&mut s.q[ci], &mut s.prefix[ci]);
             q.clear();
             prefix.clear();
@@ -513,8 +534,8 @@ impl Layout {
             prefix.push(0);
             let mut acc = 0;
             for &i in order.iter() {
-                acc += s.lock[i];
-                q.push(s.req[i]);
+                acc += s.lock[i as usize];
+                q.push(s.req[i as usize]);
                 prefix.push(acc);
             }
         }
