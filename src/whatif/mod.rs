@@ -957,14 +957,43 @@ fn tail_cut(cal: &Calibration, rec: &Reconstruction) -> f64 {
     if cal.stall_cut_ns <= 0.0 || rec.holds.is_empty() {
         return 0.0;
     }
-    let mut holds: Vec<i64> = rec
-        .holds
+    // A hold's length is a function of its side and folio count alone: counting the holds of
+    // each (a handful of kinds) finds the same order statistic as selecting over every hold's
+    // length (~0.6 M on a 2 M-event capture, 7 ms), in one pass over the holds.
+    let side = |s: Side| match s {
+        Side::Add => 0,
+        Side::Free => 1,
+        Side::Lazyfree => 2,
+    };
+    const DENSE: usize = 256;
+    let mut dense = vec![[0u64; 3]; DENSE];
+    let mut sparse: IntMap<(u32, usize), u64> = IntMap::default();
+    for h in &rec.holds {
+        match dense.get_mut(h.folios as usize) {
+            Some(c) => c[side(h.side)] += 1,
+            None => *sparse.entry((h.folios, side(h.side))).or_default() += 1,
+        }
+    }
+    let sides = [Side::Add, Side::Free, Side::Lazyfree];
+    let mut lengths: Vec<(i64, u64)> = dense
         .iter()
-        .map(|h| cal.hold_after_grant(h.side, h.folios))
+        .enumerate()
+        .flat_map(|(folios, c)| (0..3).map(move |si| (folios as u32, si, c[si])))
+        .chain(sparse.iter().map(|(&(folios, si), &n)| (folios, si, n)))
+        .filter(|&(_, _, n)| n > 0)
+        .map(|(folios, si, n)| (cal.hold_after_grant(sides[si], folios), n))
         .collect();
-    let k = (holds.len() - 1) * 99 / 100;
-    let (_, q99, _) = holds.select_nth_unstable(k);
-    cal.stall_cut_ns + *q99 as f64
+    lengths.sort_unstable();
+    let k = (rec.holds.len() - 1) * 99 / 100;
+    let mut seen = 0u64;
+    let q99 = lengths
+        .iter()
+        .find(|&&(_, n)| {
+            seen += n;
+            seen > k as u64
+        })
+        .map_or(0, |&(len, _)| len);
+    cal.stall_cut_ns + q99 as f64
 }
 
 /// What a capture measured, in replay terms: acquisitions = reconstructed holds, contended and
@@ -1271,6 +1300,44 @@ fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tail cut counted by hold kind is the 99th percentile a selection over every hold's
+    /// length gives: on bundled captures (16K and 4K, where the add side has batches of many
+    /// sizes), and with holds of more folios than the dense table (the map's share).
+    #[test]
+    fn the_tail_cut_is_the_selected_99th_percentile() {
+        let by_selection = |cal: &Calibration, rec: &Reconstruction| {
+            let mut v: Vec<i64> = rec
+                .holds
+                .iter()
+                .map(|h| cal.hold_after_grant(h.side, h.folios))
+                .collect();
+            let k = (v.len() - 1) * 99 / 100;
+            cal.stall_cut_ns + *v.select_nth_unstable(k).1 as f64
+        };
+        for rel in [
+            "fixtures/replay/micro-16K-r1/script-ns.txt.gz",
+            "fixtures/replay/micro-4K-r1/script-ns.txt.gz",
+        ] {
+            let path = format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"));
+            let t = trace::read(&path, false).expect("bundled capture reads");
+            let mut rec = reconstruct::reconstruct(&t, &Default::default()).expect("rebuilds");
+            let cal = calibrate::fit(&calibrate::samples(&t, &rec), 0.975);
+            assert!(cal.stall_cut_ns > 0.0, "{rel}");
+            assert_eq!(tail_cut(&cal, &rec), by_selection(&cal, &rec), "{rel}");
+            // a fifth of the holds made large: the 99th percentile moves among them
+            for (i, h) in rec.holds.iter_mut().enumerate() {
+                if i % 5 == 0 {
+                    h.folios = 300 + (i % 7) as u32 * 100;
+                }
+            }
+            assert_eq!(
+                tail_cut(&cal, &rec),
+                by_selection(&cal, &rec),
+                "{rel} large"
+            );
+        }
+    }
 
     #[test]
     fn the_interval_reads_only_the_metrics_sampled_windows_must_cover() {
