@@ -315,9 +315,9 @@ const TRIG_FULL: u8 = 2;
 #[derive(Debug, Clone, Copy)]
 enum Item {
     /// An explicit drain or a free-side batch (index in `Reconstruction::holds`).
-    Hold(usize),
+    Hold(u32),
     /// A fault (index in `Reconstruction::faults`).
-    Fault(usize),
+    Fault(u32),
 }
 
 /// Buffers [`Layout::build_into`] reuses between calibrations, one per thread. The orders
@@ -353,37 +353,43 @@ impl Layout {
     pub fn new(r: &Reconstruction) -> Self {
         let n = r.cpus.len();
         let idx = |cpu: u32| r.cpus.iter().position(|&x| x == cpu).unwrap_or(0);
-        let hold_ci: Vec<usize> = r.holds.iter().map(|h| idx(h.cpu)).collect();
-        let mut cpu_holds = vec![Vec::new(); n.max(1)];
+        let hold_ci: Vec<u32> = r.holds.iter().map(|h| idx(h.cpu) as u32).collect();
+        // each hold's place in `hold_t`: stream by stream, each stream's in hold order (a
+        // capture without CPUs has no streams, and no hold a place)
+        let mut per_cpu = vec![0u32; n];
+        for &ci in &hold_ci {
+            if let Some(k) = per_cpu.get_mut(ci as usize) {
+                *k += 1;
+            }
+        }
+        let (mut ranges, mut next_at) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut next = 0u32;
+        for &k in &per_cpu {
+            ranges.push(next..next + k);
+            next_at.push(next);
+            next += k;
+        }
+        let mut flat = vec![u32::MAX; r.holds.len()];
+        for (at, &ci) in flat.iter_mut().zip(&hold_ci) {
+            if let Some(a) = next_at.get_mut(ci as usize) {
+                *at = *a;
+                *a += 1;
+            }
+        }
         let mut items = vec![Vec::new(); n.max(1)];
         for (i, h) in r.holds.iter().enumerate() {
-            let ci = hold_ci[i];
-            cpu_holds[ci].push(i);
             let listed = match h.side {
                 Side::Add => h.trigger == Trigger::Explicit,
                 Side::Free | Side::Lazyfree => true,
             };
             if listed {
-                items[ci].push(Item::Hold(i));
+                items[hold_ci[i] as usize].push(Item::Hold(i as u32));
             }
         }
         for (fi, f) in r.faults.iter().enumerate() {
-            items[hold_ci[f.hold as usize]].push(Item::Fault(fi));
+            items[hold_ci[f.hold as usize] as usize].push(Item::Fault(fi as u32));
         }
-        cpu_holds.truncate(n);
         items.truncate(n);
-        // each hold's place in `hold_t`: stream by stream, each stream's in hold order
-        let mut flat = vec![u32::MAX; r.holds.len()];
-        let mut ranges = Vec::with_capacity(n);
-        let mut next = 0u32;
-        for list in &cpu_holds {
-            let start = next;
-            for &i in list {
-                flat[i] = next;
-                next += 1;
-            }
-            ranges.push(start..next);
-        }
         let fault_trig: Vec<u8> = r
             .faults
             .iter()
@@ -398,24 +404,35 @@ impl Layout {
                 }
             })
             .collect();
-        let hold_t: Vec<HoldT> = cpu_holds
-            .iter()
-            .flatten()
-            .map(|&i| {
-                let h = &r.holds[i];
-                let (t, wait) = match h.traced.get() {
-                    Some((b, e)) => (b, e - b),
-                    None => (h.first_ts, 0),
-                };
-                HoldT {
-                    t,
-                    wait,
-                    folios: h.folios,
-                    side: h.side,
-                    traced: h.traced.get().is_some(),
-                }
-            })
-            .collect();
+        // read in hold order (each stream's holds are every other one or so: read stream by
+        // stream, the ~64-byte holds were a strided walk), each put in its place
+        let mut hold_t = vec![
+            HoldT {
+                t: 0,
+                wait: 0,
+                folios: 0,
+                side: Side::Add,
+                traced: false,
+            };
+            next as usize
+        ];
+        for (h, &at) in r.holds.iter().zip(&flat) {
+            let Some(slot) = hold_t.get_mut(at as usize) else {
+                // a hold of no stream (none when there are CPUs)
+                continue;
+            };
+            let (t, wait) = match h.traced.get() {
+                Some((b, e)) => (b, e - b),
+                None => (h.first_ts, 0),
+            };
+            *slot = HoldT {
+                t,
+                wait,
+                folios: h.folios,
+                side: h.side,
+                traced: h.traced.get().is_some(),
+            };
+        }
         let mut templates = Vec::with_capacity(items.len());
         let mut times = Vec::with_capacity(items.len());
         let mut calls = Vec::with_capacity(items.len());
@@ -426,6 +443,7 @@ impl Layout {
             for item in list {
                 match *item {
                     Item::Hold(i) => {
+                        let i = i as usize;
                         ti.push(ItemT {
                             ts: 0,
                             hold: flat[i],
@@ -437,6 +455,7 @@ impl Layout {
                         tm.push(hold_intent(i, &r.holds[i]));
                     }
                     Item::Fault(fi) => {
+                        let fi = fi as usize;
                         let f = &r.faults[fi];
                         let aux = match f.death.get() {
                             Some(d) => *call_at.entry(d).or_insert_with(|| {
