@@ -17,6 +17,18 @@ pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
     interpolated(&mut v.to_vec(), q, f64::total_cmp, |x| x)
 }
 
+/// [`quantile`] of a vector the caller has no further use for in its order: selected in
+/// place (reordered), without the copy [`quantile`] makes. For the temporaries a bootstrap
+/// replicate's calibration takes quantiles of (~5×10^4 values, 125-200 times a what-if).
+pub fn quantile_in(v: &mut [f64], q: f64) -> Option<f64> {
+    interpolated(v, q, f64::total_cmp, |x| x)
+}
+
+/// [`median`] of a vector reordered in place ([`quantile_in`]).
+pub fn median_in(v: &mut [f64]) -> Option<f64> {
+    quantile_in(v, 0.5)
+}
+
 /// [`median`] of integer samples, the same value as of them as floats, found in place (no
 /// copy, and integer comparisons): for ns vectors of a whole capture's size.
 pub fn median_int(v: &mut [i64]) -> Option<f64> {
@@ -342,6 +354,26 @@ mod tests {
         let ends = [i64::MIN, i64::MAX, i64::MIN, 0, i64::MAX];
         assert_eq!(counted_median(&ends, 0, &mut counts), Some(0.0));
         assert_eq!(counted_median(&ends, i64::MAX, &mut counts), None);
+    }
+
+    /// The in-place quantile is the copying one, for odd and even counts and every kind of
+    /// quantile a calibration takes.
+    #[test]
+    fn quantile_in_place_is_the_copying_quantile() {
+        let mut rng = Rng::new(13);
+        for n in [0usize, 1, 2, 5, 1000, 1001] {
+            let v: Vec<f64> = (0..n)
+                .map(|_| rng.below(5000) as f64 * 0.5 - 700.0)
+                .collect();
+            for q in [0.0, 0.5, 0.9, 0.975, 0.99, 1.0] {
+                assert_eq!(
+                    quantile_in(&mut v.clone(), q),
+                    quantile(&v, q),
+                    "n={n} q={q}"
+                );
+            }
+            assert_eq!(median_in(&mut v.clone()), median(&v), "n={n}");
+        }
     }
 
     #[test]

@@ -635,15 +635,18 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // percentile of a small capture (a trace-cmd 64K capture: 8 begins 1.35-4.6 us late, each
     // followed by a 4.3-6.1 us wait, made the edge 2.7 us where nine tenths were under 0.42
     // us). At least half the waits are at most the median, so some are always left.
-    let split = median(&s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
+    let split =
+        median_in(&mut s.wait_after_insert.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(0.0);
     let stall_cut = STALL_FACTOR * split;
-    let unstalled: Vec<f64> = s
+    let mut unstalled: Vec<f64> = s
         .wait_after_insert
         .iter()
         .filter(|&&(_, w)| w <= stall_cut)
         .map(|p| p.0)
         .collect();
-    let post = quantile(&unstalled, post_quantile).unwrap_or(0.0).max(0.0);
+    let post = quantile_in(&mut unstalled, post_quantile)
+        .unwrap_or(0.0)
+        .max(0.0);
     let n_before = s.arrived_before_insert.iter().filter(|b| **b).count() as f64;
     let n_after = s.arrived_before_insert.len() as f64 - n_before;
     // Arrivals are spread evenly over a hold, so the before/after split of waiters is the
@@ -667,7 +670,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
         .wait_after_insert
         .iter()
         .partition(|(x, _)| x + split < post);
-    let held_up: Vec<f64> = held.iter().map(|(x, w)| x + w - post).collect();
+    let mut held_up: Vec<f64> = held.iter().map(|(x, w)| x + w - post).collect();
     let body: Vec<f64> = own
         .iter()
         .map(|p| p.1)
@@ -682,7 +685,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // With (almost) none held up, the floor sets every such grant and the gap cannot be seen:
     // taking it from all waiters instead would count their own path twice.
     let gap = if held_up.len() >= MIN_HELD_UP {
-        median(&held_up).unwrap_or(0.0).max(0.0)
+        median_in(&mut held_up).unwrap_or(0.0).max(0.0)
     } else if s.wait_after_insert.is_empty() {
         (median(&s.end_after_insert).unwrap_or(post) - post).max(0.0)
     } else {
@@ -840,6 +843,7 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
 }
 
 pub use crate::stats::{mean, median, quantile};
+use crate::stats::{median_in, quantile_in};
 
 /// A traced wait longer than this many times the median own path is a stall (the holder's
 /// vCPU descheduled, the halted waiter kicked late), not the path: left out of the floor's
