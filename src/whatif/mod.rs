@@ -525,24 +525,40 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     // windows whose answers are scaled to the whole by the windows' own point estimates
     // (`sample`); a sample that misses one of the interval's metrics the whole capture has
     // (contention only in bursts between the windows) is dropped for the whole.
-    let win_layouts: Vec<intents::Layout> = win_recs
-        .iter()
-        .flatten()
-        .map(intents::Layout::new)
-        .collect();
+    // Half the windows on each CPU (their sums are of integers, the same in any order): this
+    // stretch had one CPU idle between the whole-capture stage and the replicates.
+    let win_list: Vec<&Reconstruction> = win_recs.iter().flatten().collect();
+    let windows_of =
+        |rs: &[&Reconstruction]| -> Result<(Vec<intents::Layout>, Option<Vec<Metrics>>)> {
+            let ls: Vec<intents::Layout> = rs.iter().map(|r| intents::Layout::new(r)).collect();
+            let refs: Vec<&intents::Layout> = ls.iter().collect();
+            let m = match refs.is_empty() {
+                true => None,
+                false => Some(eval_on(
+                    &refs,
+                    &cal,
+                    &all,
+                    observation,
+                    ctx,
+                    &mut workers(&refs),
+                )?),
+            };
+            Ok((ls, m))
+        };
+    let (first, second) = win_list.split_at(win_list.len().div_ceil(2));
+    let (a, b) = both(
+        !second.is_empty(),
+        || windows_of(first),
+        || windows_of(second),
+    );
+    let ((mut win_layouts, ma), (lb, mb)) = (a?, b?);
+    win_layouts.extend(lb);
     let win_refs: Vec<&intents::Layout> = win_layouts.iter().collect();
-    let win_points = match win_refs.is_empty() {
-        true => None,
-        false => Some(eval_on(
-            &win_refs,
-            &cal,
-            &all,
-            observation,
-            ctx,
-            &mut workers(&win_refs),
-        )?),
+    let win_points = match (ma, mb) {
+        (Some(x), Some(y)) => Some(x.iter().zip(&y).map(|(p, q)| sample::add(p, q)).collect()),
+        (x, y) => x.or(y),
     }
-    .filter(|wp| {
+    .filter(|wp: &Vec<Metrics>| {
         full_points
             .iter()
             .zip(wp)
