@@ -680,10 +680,14 @@ pub(crate) fn seek_partition<T>(v: &[T], at: usize, pred: impl Fn(&T) -> bool) -
     v.partition_point(pred)
 }
 
-/// Sort `v` by a key that is unique per element (so the result is one order whatever the
-/// start). The start is the last calibration's order, which the next one barely changes: an
-/// insertion sort finishes that in a pass or two; a start far from sorted goes to the full sort.
-fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+/// Sort `v` by `key`, stably (equal keys keep their order), for a start that is nearly in
+/// order: the last calibration's order, which the next one barely changes, or a policy's
+/// requests, made in a pass over time-ordered intents (a request at a folio's drain delay can
+/// land behind a few later ones). An insertion sort finishes that in a pass or two, where the
+/// standard stable sort allocates a scratch buffer of half `v` (fresh pages each call); a start
+/// far from sorted (its budget of moves spent) goes to that stable sort, which gives the same
+/// order from where the insertion sort stopped, as both keep equal keys in order.
+pub(crate) fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
     let mut budget = 4 * v.len() + 64;
     for i in 1..v.len() {
         let x = v[i];
@@ -693,7 +697,7 @@ fn resort<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
             if budget == 0 {
                 // v[j] duplicates the element shifted up from it (or is x's own slot): put x back
                 v[j] = x;
-                v.sort_unstable_by_key(key);
+                v.sort_by_key(key);
                 return;
             }
             budget -= 1;
@@ -837,6 +841,51 @@ mod tests {
         assert_eq!(MaybeNs::NONE.get(), None);
         assert_eq!(MaybeSpan::NONE.get(), None);
         assert_eq!(std::mem::size_of::<Intent>(), 40);
+    }
+
+    /// `resort` gives the stable sort's order on policies' requests by time: nearly sorted
+    /// ones (what the policies make), ones that spend its budget part way (the fallback from a
+    /// half-sorted start), reversed ones, few distinct times (ties must keep their order: each
+    /// request's `folios` numbers it), none and one.
+    #[test]
+    fn resort_is_the_stable_sort() {
+        let mut rng = Rng::new(3);
+        for n in [0usize, 1, 2, 3, 50, 1000, 20_000] {
+            for shape in 0..4 {
+                let mut t = 0i64;
+                let v: Vec<crate::whatif::policy::Request> = (0..n)
+                    .map(|k| {
+                        t += rng.below(5) as i64;
+                        let v = match shape {
+                            // a few land behind later ones
+                            0 => {
+                                t - if rng.below(10) == 0 {
+                                    rng.below(20) as i64
+                                } else {
+                                    0
+                                }
+                            }
+                            // sorted, then far out of order from the middle on
+                            1 if k > n / 2 => rng.below(n.max(1)) as i64,
+                            1 => t,
+                            2 => (n - k) as i64,
+                            _ => rng.below(3) as i64,
+                        };
+                        crate::whatif::policy::Request {
+                            v,
+                            side: crate::whatif::reconstruct::Side::Add,
+                            folios: k as u32,
+                            via: Via::Drain,
+                        }
+                    })
+                    .collect();
+                let mut want = v.clone();
+                want.sort_by_key(|r| r.v);
+                let mut got = v;
+                resort(&mut got, |r| r.v);
+                assert_eq!(got, want, "n={n} shape={shape}");
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Request;
-use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::intents::{resort, Intent, Intents};
 use crate::whatif::reconstruct::Side;
 use crate::whatif::trace::Via;
 
@@ -216,7 +216,7 @@ impl Batcher {
             drain(&mut out, last.v(), &mut folios, &mut pages);
             drain_lazy(&mut out, last.v(), &mut lazy);
         }
-        super::sort_by_v(&mut out);
+        resort(&mut out, |r| r.v);
         out
     }
 }

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use super::{Context, Policy, Request};
 use crate::error::{Error, Result};
-use crate::whatif::intents::{Intent, Intents};
+use crate::whatif::intents::{resort, Intent, Intents};
 use crate::whatif::params::{self, Set};
 use crate::whatif::reconstruct::{Reconstruction, Side, Trigger, FOLIO_BATCH};
 use crate::whatif::trace::{Via, NO_SITE};
@@ -262,7 +262,7 @@ impl FbatchDrain {
         if let Some(last) = stream.last() {
             drain(last.v(), &mut batch, &mut deaths, &mut out);
         }
-        super::sort_by_v(&mut out);
+        resort(&mut out, |r| r.v);
         if self.dead == DeadRule::SeriesLock {
             self.charge_deaths(&mut out, &deaths, intents.delay_zap);
         }
@@ -305,7 +305,7 @@ impl FbatchDrain {
             }
         }
         out.extend(extra);
-        super::sort_by_v(out);
+        resort(out, |r| r.v);
     }
 }
 

@@ -38,36 +38,6 @@ pub struct Request {
     pub via: Via,
 }
 
-/// Sort requests by virtual time, stably (equal times keep the order the policy made them
-/// in), as `sort_by_key(|r| r.v)` does. A policy's pass over time-ordered intents makes its
-/// requests nearly in order (a request at a folio's drain delay can land behind a few later
-/// ones): an insertion sort puts those in place in a pass, where the stable sort allocated a
-/// scratch buffer of half the requests (fresh pages each call) and merged its runs through it.
-/// A start far from sorted (its budget of moves spent) goes to the stable sort, which gives
-/// the same order from where the insertion sort stopped: both keep equal times in order.
-pub(crate) fn sort_by_v(out: &mut [Request]) {
-    let mut budget = 4 * out.len() + 64;
-    for i in 1..out.len() {
-        let x = out[i];
-        if out[i - 1].v <= x.v {
-            continue;
-        }
-        let mut j = i;
-        while j > 0 && out[j - 1].v > x.v {
-            if budget == 0 {
-                // slot j duplicates the request moved up from it: put x back, sort all
-                out[j] = x;
-                out.sort_by_key(|r| r.v);
-                return;
-            }
-            budget -= 1;
-            out[j] = out[j - 1];
-            j -= 1;
-        }
-        out[j] = x;
-    }
-}
-
 /// What the capture says about itself that a policy may need (folio-size scaling).
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -103,56 +73,5 @@ pub trait Policy: std::fmt::Debug + Send + Sync {
     /// What the user must know about this capture under this policy (printed as notes).
     fn notes(&self, _rec: &Reconstruction) -> Vec<String> {
         Vec::new()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::stats::Rng;
-
-    /// The insertion sort gives the stable sort's order: nearly sorted requests (what the
-    /// policies make), ones that spend its budget part way (the fallback from a half-sorted
-    /// start), reversed ones, few distinct times (ties must keep their order: each request's
-    /// `folios` numbers it), none and one.
-    #[test]
-    fn sort_by_v_is_the_stable_sort() {
-        let mut rng = Rng::new(3);
-        for n in [0usize, 1, 2, 3, 50, 1000, 20_000] {
-            for shape in 0..4 {
-                let mut t = 0i64;
-                let v: Vec<Request> = (0..n)
-                    .map(|k| {
-                        t += rng.below(5) as i64;
-                        let v = match shape {
-                            // a few land behind later ones
-                            0 => {
-                                t - if rng.below(10) == 0 {
-                                    rng.below(20) as i64
-                                } else {
-                                    0
-                                }
-                            }
-                            // sorted, then far out of order from the middle on
-                            1 if k > n / 2 => rng.below(n.max(1)) as i64,
-                            1 => t,
-                            2 => (n - k) as i64,
-                            _ => rng.below(3) as i64,
-                        };
-                        Request {
-                            v,
-                            side: Side::Add,
-                            folios: k as u32,
-                            via: Via::Drain,
-                        }
-                    })
-                    .collect();
-                let mut want = v.clone();
-                want.sort_by_key(|r| r.v);
-                let mut got = v;
-                sort_by_v(&mut got);
-                assert_eq!(got, want, "n={n} shape={shape}");
-            }
-        }
     }
 }
