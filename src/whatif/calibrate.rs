@@ -256,6 +256,9 @@ impl HoldTable {
     /// Batches up to this many folios (exclusive) are in the table.
     pub const UPTO: usize = 64;
 
+    /// The sides, each at its index in the table ([`HoldTable::side`]).
+    pub const SIDES: [Side; 3] = [Side::Add, Side::Free, Side::Lazyfree];
+
     /// The table of `c`.
     pub fn new(c: &Calibration) -> Self {
         let mut t = HoldTable {
@@ -263,7 +266,7 @@ impl HoldTable {
             after_grant: [[0; Self::UPTO]; 3],
             req_off: [[0; Self::UPTO]; 3],
         };
-        for side in [Side::Add, Side::Free, Side::Lazyfree] {
+        for side in Self::SIDES {
             let si = Self::side(side);
             for k in 0..Self::UPTO {
                 t.fast[si][k] = c.hold_fast(side, k as u32);
@@ -284,14 +287,15 @@ impl HoldTable {
         ta.fast == tb.fast
             && ta.after_grant == tb.after_grant
             && ta.req_off == tb.req_off
-            && [Side::Add, Side::Free, Side::Lazyfree].iter().all(|&s| {
+            && Self::SIDES.iter().all(|&s| {
                 a.hold_fast(s, far) == b.hold_fast(s, far)
                     && a.hold_after_grant(s, far) == b.hold_after_grant(s, far)
                     && req_off(a, s, far) == req_off(b, s, far)
             })
     }
 
-    fn side(side: Side) -> usize {
+    /// `side`'s index in [`HoldTable::SIDES`] and in the table.
+    pub fn side(side: Side) -> usize {
         match side {
             Side::Add => 0,
             Side::Free => 1,

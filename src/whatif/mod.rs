@@ -976,11 +976,7 @@ fn tail_cut(cal: &Calibration, rec: &Reconstruction) -> f64 {
     // A hold's length is a function of its side and folio count alone: counting the holds of
     // each (a handful of kinds) finds the same order statistic as selecting over every hold's
     // length (~0.6 M on a 2 M-event capture, 7 ms), in one pass over the holds.
-    let side = |s: Side| match s {
-        Side::Add => 0,
-        Side::Free => 1,
-        Side::Lazyfree => 2,
-    };
+    let side = calibrate::HoldTable::side;
     const DENSE: usize = 256;
     let mut dense = vec![[0u64; 3]; DENSE];
     let mut sparse: IntMap<(u32, usize), u64> = IntMap::default();
@@ -990,14 +986,16 @@ fn tail_cut(cal: &Calibration, rec: &Reconstruction) -> f64 {
             None => *sparse.entry((h.folios, side(h.side))).or_default() += 1,
         }
     }
-    let sides = [Side::Add, Side::Free, Side::Lazyfree];
     let mut lengths: Vec<(i64, u64)> = dense
         .iter()
-        .enumerate()
-        .flat_map(|(folios, c)| (0..3).map(move |si| (folios as u32, si, c[si])))
-        .chain(sparse.iter().map(|(&(folios, si), &n)| (folios, si, n)))
-        .filter(|&(_, _, n)| n > 0)
-        .map(|(folios, si, n)| (cal.hold_after_grant(sides[si], folios), n))
+        .zip(0u32..)
+        .flat_map(|(c, folios)| (0..3).map(move |si| ((folios, si), c[si])))
+        .chain(sparse)
+        .filter(|&(_, n)| n > 0)
+        .map(|((folios, si), n)| {
+            let side = calibrate::HoldTable::SIDES[si];
+            (cal.hold_after_grant(side, folios), n)
+        })
         .collect();
     lengths.sort_unstable();
     let k = (rec.holds.len() - 1) * 99 / 100;
