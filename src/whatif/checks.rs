@@ -504,6 +504,7 @@ mod tests {
             seen: counts,
             with_callchain: 0,
             discards: Vec::new(),
+            survey: None,
         }
     }
 

@@ -25,6 +25,7 @@ pub mod registry;
 pub mod report;
 pub mod sample;
 pub mod summary;
+pub mod survey;
 pub mod timeline;
 pub mod trace;
 pub mod verdict;

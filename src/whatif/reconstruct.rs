@@ -18,6 +18,7 @@ use super::intents::MaybeSpan;
 use super::{both, CpuMap, IntMap};
 
 use super::lazyfree;
+use super::survey::{Census, Survey};
 use super::trace::{Kind, MmEvent, Trace, Via, NO_SITE};
 use crate::duration::Ns;
 use crate::error::{Error, Result};
@@ -260,84 +261,40 @@ struct Open {
     last_ts: i64,
 }
 
-/// Gap limits for insertions and frees of one hold: `g_max`, or 2.5× the median spacing of
-/// back-to-back insertions (frees) on one CPU when that is larger — call chains (`-g`) make each
-/// event cost a few µs, so a fixed 2 µs would cut every drain into pieces.
-fn gap_limits(t: &Trace, g_max: i64) -> (i64, i64) {
-    let mut last: CpuMap<(i64, u8)> = CpuMap::default();
-    // integers, their median taken in place: no float copy of a whole capture's gaps
-    let (mut ins, mut fr): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
-    for e in &t.events {
-        let k = match e.kind {
-            Kind::Insert { .. } => 1,
-            Kind::Free { .. } => 2,
-            _ => 0,
-        };
-        if let Some(&(ts, pk)) = last.get(e.cpu) {
-            if k != 0 && pk == k {
-                let gap = e.ts - ts;
-                if k == 1 {
-                    ins.push(gap)
-                } else {
-                    fr.push(gap)
-                }
-            }
-        }
-        last.insert(e.cpu, (e.ts, k));
-    }
-    let lim = |v: &mut [i64]| {
-        let m = crate::stats::median_int(v).unwrap_or(0.0);
-        g_max.max((2.5 * m) as i64)
-    };
-    (lim(&mut ins), lim(&mut fr))
+/// Gap limit of one hold from the median spacing `m` of back-to-back insertions (frees) on one
+/// CPU: `g_max`, or 2.5× that median when it is larger — call chains (`-g`) make each event
+/// cost a few µs, so a fixed 2 µs would cut every drain into pieces.
+fn gap_limit(m: Option<f64>, g_max: i64) -> i64 {
+    g_max.max((2.5 * m.unwrap_or(0.0)) as i64)
 }
 
-/// Fewest events for which [`reconstruct`]'s first passes run on two threads (a sample's
-/// time windows, the bundled captures: not worth a thread).
+/// Fewest events for which [`reconstruct`]'s classifications after its main pass run on two
+/// threads (a sample's time windows, the bundled captures: not worth a thread).
 const SIDE_BY_SIDE: usize = 1 << 18;
-
-/// What [`reconstruct`] finds in a pass of its own over every event before it rebuilds: the
-/// lock, the [`Census`], and the (insertion, free) gap limits.
-type FirstPasses = (Result<u32>, Census, (i64, i64));
-
-/// One pass's count of what the rebuild will meet.
-#[derive(Debug, PartialEq)]
-struct Census {
-    /// Discarding calls per task: (enter, exit) in time order; an enter without an exit ends
-    /// at the task's next event of that kind or the end of the trace.
-    discards: IntMap<i32, Vec<(i64, i64)>>,
-    /// Whether any MADV_FREE call was traced.
-    any_lazyfree: bool,
-    /// Insertions (one fault each) and frees (at most one hold each): the rebuild's vectors
-    /// are sized by them once. On a 2 M-event capture they end at ~70 MB (637 k holds of 64
-    /// bytes, 614 k faults of 48), which growing by doubling copied and faulted in again at
-    /// every step.
-    inserts: usize,
-    frees: usize,
-}
-
-/// The first passes; `side_by_side`: the gap limits on a second thread. On a large capture
-/// (2 M events, ~20 ms) this stretch sits between reading the capture and everything that runs
-/// in parallel.
-fn first_passes(t: &Trace, o: &Options, side_by_side: bool) -> FirstPasses {
-    let ((lock, census), gaps) = both(
-        side_by_side,
-        || (pick_lock(t, o), census(t)),
-        || gap_limits(t, o.g_max_ns),
-    );
-    (lock, census, gaps)
-}
 
 /// Rebuild holds and faults from a trace.
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
-    let (lock, census, (g_insert, g_free)) = first_passes(t, o, t.events.len() >= SIDE_BY_SIDE);
-    let lock = lock?;
+    // the read's survey when it counted these events, else the same fold now
+    let made;
+    let survey = match &t.survey {
+        Some(s) if s.covers(&t.events) => s,
+        _ => {
+            made = Survey::of(&t.events);
+            &made
+        }
+    };
+    let lock = pick_lock(t, o, &survey.votes)?;
+    let (g_insert, g_free) = (
+        gap_limit(survey.insert_gap, o.g_max_ns),
+        gap_limit(survey.free_gap, o.g_max_ns),
+    );
     let Census {
         discards,
         any_lazyfree,
         inserts,
         frees,
-    } = census;
+    } = &survey.census;
+    let (any_lazyfree, inserts, frees) = (*any_lazyfree, *inserts, *frees);
     // pfn → its last allocation and, while on an LRU list, its fault (`Frame`)
     let mut frames: IntMap<u64, Frame> = IntMap::default();
     let mut death_at: IntMap<i32, usize> = IntMap::default();
@@ -441,7 +398,7 @@ pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
                     hold: idx32(hi),
                     freed_in: None,
                     tid: ftid,
-                    death: death_after(&discards, &mut death_at, ftid, fts).into(),
+                    death: death_after(discards, &mut death_at, ftid, fts).into(),
                 });
             }
             Kind::Free { pfn, order } => {
@@ -607,33 +564,6 @@ fn tally(by_via: &mut std::collections::BTreeMap<Via, (u64, Ns)>, via: Via, ns: 
     m.1 += ns;
 }
 
-fn census(t: &Trace) -> Census {
-    let mut c = Census {
-        discards: IntMap::default(),
-        any_lazyfree: false,
-        inserts: 0,
-        frees: 0,
-    };
-    let end = t.events.last().map_or(0, |e| e.ts);
-    for e in &t.events {
-        match e.kind {
-            Kind::Insert { .. } => c.inserts += 1,
-            Kind::Free { .. } => c.frees += 1,
-            Kind::Lazyfree { .. } => c.any_lazyfree = true,
-            Kind::Discard { enter } => {
-                let v = c.discards.entry(e.tid).or_default();
-                if enter {
-                    v.push((e.ts, end));
-                } else if let Some(last) = v.last_mut() {
-                    last.1 = e.ts;
-                }
-            }
-            _ => {}
-        }
-    }
-    c
-}
-
 /// The task's first discarding call that starts after `ts`. `at` keeps each task's last
 /// answer, where the next search starts: a task's folios come in near time order, and a binary
 /// search of its calls per folio held ~15% of the rebuild loop's own profile samples on a
@@ -789,7 +719,7 @@ fn triggers_of(holds: &[Hold], faults: &[Fault]) -> Vec<Trigger> {
 }
 
 /// The lock whose waits are followed by an LRU hold on the same CPU (see module docs).
-fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
+fn pick_lock(t: &Trace, o: &Options, votes: &[u64]) -> Result<u32> {
     if let Some(name) = &o.lock {
         return t
             .locks
@@ -804,23 +734,7 @@ fn pick_lock(t: &Trace, o: &Options) -> Result<u32> {
                 ))
             });
     }
-    let mut votes = vec![0u64; t.locks.len()];
-    let mut last_end: IntMap<u32, u32> = IntMap::default();
-    for e in &t.events {
-        match e.kind {
-            Kind::End { lock } => {
-                last_end.insert(e.cpu, lock);
-            }
-            Kind::Insert { .. } => {
-                if let Some(l) = last_end.remove(&e.cpu) {
-                    votes[l as usize] += 1;
-                }
-            }
-            _ => {
-                last_end.remove(&e.cpu);
-            }
-        }
-    }
+    // the last of equal counts, as `max_by_key` over every lock gave it
     match votes.iter().enumerate().max_by_key(|(_, v)| **v) {
         Some((i, v)) if *v > 0 => Ok(i as u32),
         // No traced wait precedes an insertion: nothing was contended, or no lock events were
@@ -841,26 +755,145 @@ mod tests {
         assert_eq!(idx32(613_000), 613_000);
     }
 
-    /// The first passes give the same on one thread and on two, on a capture with discarding
-    /// calls (the bundled ones are below the size that takes two).
+    /// The survey the read counts is what plain passes over the read's events give (the lock
+    /// by votes, the census, the gap medians), and the rebuild is the same from it as from a
+    /// survey made afresh: on a capture with discarding calls, as text and as perf.data.
     #[test]
-    fn first_passes_side_by_side_are_the_serial_ones() {
-        let path = format!(
-            "{}/fixtures/fbatch/churn-4K-r1/script-ns.txt.gz",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let t = crate::whatif::trace::read(&path, false).expect("bundled capture reads");
-        assert!(t.events.len() < super::SIDE_BY_SIDE);
-        let o = super::Options::default();
-        let (l1, c1, g1) = super::first_passes(&t, &o, false);
-        let (l2, c2, g2) = super::first_passes(&t, &o, true);
-        assert_eq!((l1.ok(), &c1, g1), (l2.ok(), &c2, g2));
-        assert!(!c1.discards.is_empty(), "the capture has discarding calls");
-        assert!(g1.0 > 0 && g1.1 > 0, "gap limits {g1:?}");
-        // the census sizes the rebuild: one fault per insertion, at most a hold per folio
-        let rec = super::reconstruct(&t, &o).expect("reconstructs");
-        assert_eq!(rec.faults.len(), c1.inserts);
-        assert!(c1.frees > 0 && rec.holds.len() <= c1.inserts + c1.frees);
+    fn the_reads_survey_is_what_passes_over_its_events_give() {
+        use crate::whatif::trace::Kind;
+        for file in [
+            "fbatch/churn-4K-r1/script-ns.txt.gz",
+            "perfdata/fbatch-churn-4K/perf.data.gz",
+            "replay-free/micro-16K-r1/script-ns.txt.gz",
+            "ftrace/trace-cmd-3.1.6-report-t.txt",
+        ] {
+            let path = format!("{}/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+            let t = crate::whatif::trace::read(&path, false).expect("bundled capture reads");
+            let s = t.survey.clone().expect("read in time order: surveyed");
+            assert!(s.covers(&t.events), "{file}");
+            // the census, counted plainly
+            let ev = &t.events;
+            let count = |f: &dyn Fn(&Kind) -> bool| ev.iter().filter(|e| f(&e.kind)).count();
+            assert_eq!(
+                s.census.inserts,
+                count(&|k| matches!(k, Kind::Insert { .. })),
+                "{file}"
+            );
+            assert_eq!(
+                s.census.frees,
+                count(&|k| matches!(k, Kind::Free { .. })),
+                "{file}"
+            );
+            let lazy = count(&|k| matches!(k, Kind::Lazyfree { .. }));
+            assert_eq!(s.census.any_lazyfree, lazy > 0, "{file}");
+            assert!(
+                lazy > 0 || !file.contains("free"),
+                "{file}: MADV_FREE calls"
+            );
+            assert!(
+                lazy == 0 || !file.contains("fbatch"),
+                "{file}: no MADV_FREE calls"
+            );
+            let end = ev.last().expect("events").ts;
+            let mut tids: Vec<i32> = ev
+                .iter()
+                .filter(|e| matches!(e.kind, Kind::Discard { .. }))
+                .map(|e| e.tid)
+                .collect();
+            tids.sort_unstable();
+            tids.dedup();
+            if file.contains("fbatch") {
+                assert!(!tids.is_empty(), "{file}: the capture has discarding calls");
+            }
+            assert_eq!(s.census.discards.len(), tids.len(), "{file}");
+            for tid in tids {
+                // each enter opens a call; an exit closes the task's last one
+                let mut calls: Vec<(i64, i64)> = Vec::new();
+                for e in ev.iter().filter(|e| e.tid == tid) {
+                    match e.kind {
+                        Kind::Discard { enter: true } => calls.push((e.ts, end)),
+                        Kind::Discard { enter: false } => {
+                            if let Some(c) = calls.last_mut() {
+                                c.1 = e.ts;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                assert_eq!(s.census.discards[&tid], calls, "{file}: task {tid}");
+            }
+            // the gaps: back-to-back insertions (frees) of one CPU, sorted, the middle
+            for (want, gap) in [(1u8, s.insert_gap), (2, s.free_gap)] {
+                let mut last: std::collections::HashMap<u32, (i64, u8)> = Default::default();
+                let mut gaps = Vec::new();
+                for e in ev {
+                    let k = match e.kind {
+                        Kind::Insert { .. } => 1,
+                        Kind::Free { .. } => 2,
+                        _ => 0,
+                    };
+                    if let Some(&(ts, pk)) = last.get(&e.cpu) {
+                        if k == want && pk == k {
+                            gaps.push(e.ts - ts);
+                        }
+                    }
+                    last.insert(e.cpu, (e.ts, k));
+                }
+                gaps.sort_unstable();
+                let n = gaps.len();
+                assert!(n > 0 || !file.contains("fbatch"), "{file}");
+                let mid = (n > 0).then(|| match n % 2 {
+                    1 => gaps[n / 2] as f64,
+                    _ => (gaps[n / 2 - 1] as f64 + gaps[n / 2] as f64) / 2.0,
+                });
+                assert_eq!(gap, mid, "{file}: kind {want}");
+            }
+            // the lock: the one whose contention_end most often came right before an insertion
+            let mut votes = vec![0u64; t.locks.len()];
+            let mut last_end: std::collections::HashMap<u32, u32> = Default::default();
+            for e in ev {
+                match e.kind {
+                    Kind::End { lock } => {
+                        last_end.insert(e.cpu, lock);
+                    }
+                    Kind::Insert { .. } => {
+                        if let Some(l) = last_end.remove(&e.cpu) {
+                            votes[l as usize] += 1;
+                        }
+                    }
+                    _ => {
+                        last_end.remove(&e.cpu);
+                    }
+                }
+            }
+            let o = super::Options::default();
+            let top = votes.iter().max().copied().unwrap_or(0);
+            let lock = super::pick_lock(&t, &o, &s.votes).expect("a lock");
+            if top > 0 {
+                assert_eq!(votes[lock as usize], top, "{file}");
+            } else {
+                assert!(
+                    !file.contains("fbatch"),
+                    "{file}: no wait before an insertion"
+                );
+                assert_eq!(lock, u32::MAX, "{file}: no lock");
+            }
+            // the rebuild from the read's survey is the rebuild from a fresh one
+            let rec = super::reconstruct(&t, &o).expect("reconstructs");
+            let mut fresh = t.clone();
+            fresh.survey = None;
+            let again = super::reconstruct(&fresh, &o).expect("reconstructs");
+            assert_eq!(format!("{rec:?}"), format!("{again:?}"), "{file}");
+            // the census sizes the rebuild: one fault per insertion, at most a hold per
+            // folio (lazyfree holds, which leave no event, come on top)
+            assert_eq!(rec.faults.len(), s.census.inserts, "{file}");
+            if !s.census.any_lazyfree {
+                assert!(
+                    rec.holds.len() <= s.census.inserts + s.census.frees,
+                    "{file}"
+                );
+            }
+        }
     }
 
     /// A task's death looked up from its last answer is the binary search's, for lookups in

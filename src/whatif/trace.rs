@@ -18,6 +18,7 @@ use lockcast_parsers::payload;
 use lockcast_parsers::perf_script;
 use lockcast_parsers::prefault::{self, Prefault};
 
+use super::survey::{Survey, Surveyor};
 use crate::capture;
 use crate::error::{Error, Result};
 use crate::input::InputSpec;
@@ -184,6 +185,9 @@ pub struct Trace {
     /// `(start, len_in)` of every discarding `madvise` (MADV_DONTNEED and the like), in file
     /// order: the ranges whose refaults [`super::alignment`] sizes.
     pub discards: Vec<(u64, u64)>,
+    /// What the rebuild needs of the whole trace, counted as the events were read; `None`
+    /// when the read had to put them in order, or for a trace cut from another.
+    pub survey: Option<Survey>,
 }
 
 /// The tracepoints a replay reads, by full name (`system:event`); [`Trace::seen`] counts them.
@@ -253,6 +257,8 @@ struct ReadState {
     lazyfree_open: super::IntSet<i32>,
     /// Lock address (typed perf.data fields) → interned id, so its text is built once.
     lock_addrs: super::IntMap<u64, u32>,
+    /// The events kept so far, counted for the rebuild.
+    survey: Surveyor,
 }
 
 /// The integer fields each replayed tracepoint needs, asked of readers that decode them from
@@ -315,6 +321,7 @@ impl Trace {
             seen: self.seen,
             with_callchain: self.with_callchain,
             discards: self.discards.clone(),
+            survey: None,
         }
     }
 
@@ -389,11 +396,12 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         seen: [0; TRACKED.len()],
         with_callchain: 0,
         discards: Vec::new(),
+        survey: None,
     };
     let mut st = ReadState::default();
     if let (Format::PerfScript, Some(bytes)) = (opened.format, pieces) {
         t.skipped_lines = read_script(path, opened, bytes, &mut t, &mut st)?;
-        return finish(t, false);
+        return finish(t, st.survey, false);
     }
     let mut rd = opened.events("a replay")?;
     rd.typed_fields(&TYPED);
@@ -459,7 +467,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         }
         t.header = Some(h.clone());
     }
-    finish(t, in_order)
+    finish(t, st.survey, in_order)
 }
 
 /// `perf script` text, read a piece at a time (the pieces cut on their own thread while this
@@ -521,9 +529,9 @@ fn read_script(
     Ok(skipped)
 }
 
-/// The checks and the order every reading of a capture ends with; `in_order`: the events
-/// are known to be in time order already.
-fn finish(mut t: Trace, in_order: bool) -> Result<Trace> {
+/// The checks and the order every reading of a capture ends with; `survey`: the events
+/// counted as they were read; `in_order`: the events are known to be in time order already.
+fn finish(mut t: Trace, survey: Surveyor, in_order: bool) -> Result<Trace> {
     let path = &t.path;
     if t.events.is_empty() {
         return Err(Error::Input(format!(
@@ -535,7 +543,10 @@ fn finish(mut t: Trace, in_order: bool) -> Result<Trace> {
     // can interleave slightly out of order. A stable sort keeps file order for equal stamps.
     debug_assert!(!in_order || t.events.is_sorted_by_key(|e| e.ts));
     if !in_order && t.events.windows(2).any(|w| w[1].ts < w[0].ts) {
+        // counted out of order: the rebuild surveys them again
         t.events.sort_by_key(|e| e.ts);
+    } else {
+        t.survey = Some(survey.finish());
     }
     Ok(t)
 }
@@ -719,12 +730,14 @@ fn add_event(
         )));
     };
     t.ts_res_ns = t.ts_res_ns.max(e.ts_res_ns);
-    t.events.push(MmEvent {
+    let ev = MmEvent {
         ts,
         cpu,
         tid: e.tid,
         kind,
-    });
+    };
+    st.survey.add(&ev);
+    t.events.push(ev);
     Ok(())
 }
 
@@ -842,6 +855,45 @@ fn read_meta(path: &str) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Events the read had to put in time order were counted out of order: the trace keeps
+    /// no survey, and the rebuild (which then surveys the sorted events) is the one of the
+    /// capture read in order. A survey whose events were changed since is not used either.
+    #[test]
+    fn a_survey_speaks_only_for_the_events_it_counted() {
+        use crate::whatif::reconstruct::{reconstruct, Options};
+        let path = format!(
+            "{}/fixtures/fbatch/churn-4K-r1/script-ns.txt.gz",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let t = read(&path, false).expect("bundled capture reads");
+        assert!(t.survey.is_some(), "read in time order: surveyed");
+        let rebuilt = |t: &Trace| format!("{:?}", reconstruct(t, &Options::default()));
+        let want = rebuilt(&t);
+        // two neighbours with different stamps swapped, as per-CPU buffers can interleave
+        let k = t
+            .events
+            .windows(2)
+            .position(|w| w[0].ts < w[1].ts)
+            .expect("distinct stamps");
+        let mut shuffled = t.with_events(t.events.clone());
+        shuffled.events.swap(k, k + 1);
+        let mut counted = Surveyor::default();
+        shuffled.events.iter().for_each(|e| counted.add(e));
+        let sorted = finish(shuffled, counted, false).expect("events");
+        assert!(sorted.survey.is_none(), "counted out of order: no survey");
+        assert_eq!(sorted.events, t.events);
+        assert_eq!(rebuilt(&sorted), want);
+        // the last event dropped after the read: its survey no longer covers the events
+        let mut cut = t.clone();
+        cut.events.pop();
+        let s = cut.survey.as_ref().expect("kept");
+        assert!(!s.covers(&cut.events));
+        let mut fresh = cut.clone();
+        fresh.survey = None;
+        assert_eq!(rebuilt(&cut), rebuilt(&fresh));
+        assert_ne!(rebuilt(&cut), want, "one event fewer changes the rebuild");
+    }
 
     /// `perf script` text read in pieces gives the trace its event reader gives, whatever the
     /// piece size: events, locks, drain sites (from call chains), counts, the slowpath seen,
