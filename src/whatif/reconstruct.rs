@@ -270,19 +270,25 @@ fn gap_limit(m: Option<f64>, g_max: i64) -> i64 {
 
 /// Fewest events for which [`reconstruct`]'s classifications after its main pass run on two
 /// threads (a sample's time windows, the bundled captures: not worth a thread).
-const SIDE_BY_SIDE: usize = 1 << 18;
+pub(crate) const SIDE_BY_SIDE: usize = 1 << 18;
+
+/// The trace's survey: the read's when it counted these events, else the same fold now
+/// ([`Trace::ensure_survey`] keeps one).
+fn survey_of(t: &Trace) -> std::borrow::Cow<'_, Survey> {
+    match &t.survey {
+        Some(s) if s.covers(&t.events) => std::borrow::Cow::Borrowed(s),
+        _ => std::borrow::Cow::Owned(Survey::of(&t.events)),
+    }
+}
+
+/// The lock [`reconstruct`] takes for `lru_lock` (see the module docs), `u32::MAX` for none.
+pub fn lock_of(t: &Trace, o: &Options) -> Result<u32> {
+    pick_lock(t, o, &survey_of(t).votes)
+}
 
 /// Rebuild holds and faults from a trace.
 pub fn reconstruct(t: &Trace, o: &Options) -> Result<Reconstruction> {
-    // the read's survey when it counted these events, else the same fold now
-    let made;
-    let survey = match &t.survey {
-        Some(s) if s.covers(&t.events) => s,
-        _ => {
-            made = Survey::of(&t.events);
-            &made
-        }
-    };
+    let survey = survey_of(t);
     let lock = pick_lock(t, o, &survey.votes)?;
     let (g_insert, g_free) = (
         gap_limit(survey.insert_gap, o.g_max_ns),

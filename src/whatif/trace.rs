@@ -325,6 +325,14 @@ impl Trace {
         }
     }
 
+    /// Makes [`Trace::survey`] the survey of the events: counted now when the read could not
+    /// (events it had to sort, a trace cut from another).
+    pub fn ensure_survey(&mut self) {
+        if !self.survey.as_ref().is_some_and(|s| s.covers(&self.events)) {
+            self.survey = Some(Survey::of(&self.events));
+        }
+    }
+
     /// Events of `name` (one of [`TRACKED`]) in the capture.
     pub fn count(&self, name: &str) -> u64 {
         TRACKED
