@@ -35,8 +35,14 @@ fuzz_target!(|data: &[u8]| {
         r.typed_fields(&TYPED);
         match r.typed_samples() {
             Ok(Some(all)) => {
-                for s in &all.samples {
-                    let _ = (all.values_of(s), all.payload_of(s));
+                // read in order, and joined: the same samples
+                let n = all.iter().map(|x| (x.values(), x.payload())).count();
+                assert_eq!(n, all.len());
+                if let Some(joined) = all.join() {
+                    assert_eq!(joined.samples.len(), n);
+                    for s in &joined.samples {
+                        let _ = (joined.values_of(s), joined.payload_of(s));
+                    }
                 }
             }
             Ok(None) => while let Ok(Some(_)) = r.next_event() {},

@@ -389,7 +389,7 @@ pub trait EventRead {
     /// [`Event`] each (perf.data: [`crate::perf_data::Reader::typed_samples`]); `Ok(None)`:
     /// read them with [`EventRead::next_event`]. Call after [`EventRead::typed_fields`] and
     /// instead of the first [`EventRead::next_event`].
-    fn typed_samples(&mut self) -> Result<Option<crate::perf_data::TypedSamples>, crate::Error> {
+    fn typed_samples(&mut self) -> Result<Option<crate::perf_data::TypedParts>, crate::Error> {
         Ok(None)
     }
 }

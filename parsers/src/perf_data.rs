@@ -84,7 +84,7 @@ pub mod tracing;
 mod typed;
 mod view;
 
-pub use bulk::{TypedSample, TypedSamples, NO_PAYLOAD};
+pub use bulk::{InOrder, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
@@ -402,7 +402,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Every sample of the file at once, in time order, with the typed fields asked for
+    /// Every sample of the file at once, in time order ([`TypedParts::iter`]), with the typed
+    /// fields asked for
     /// ([`Reader::typed_fields`], which must come first), for a reader that needs nothing else
     /// of each event (no call chains, command names or frames: a typed event's `comm` and
     /// `payload` are empty on [`Reader::next_event`] too). Call instead of the first
@@ -411,7 +412,7 @@ impl<'a> Reader<'a> {
     /// compressed records, a file cut short, [`Reader::only`], or anything the one-pass walk
     /// does not expect): read it with [`Reader::next_event`], which then starts from
     /// the beginning. The same samples, order, fields and payloads either way.
-    pub fn typed_samples(&mut self) -> Result<Option<TypedSamples>, Error> {
+    pub fn typed_samples(&mut self) -> Result<Option<TypedParts>, Error> {
         if self.began || self.finished || self.typed.is_none() || self.only.is_some() {
             return Ok(None);
         }
@@ -504,7 +505,7 @@ impl<'a> Reader<'a> {
             counts.add(c);
         }
         let walked = walked.into_iter().map(|(o, _)| o).collect();
-        let Some(out) = bulk::join(walked, bulk::JOIN_TWO_THREADS_FROM) else {
+        let Some(out) = bulk::TypedParts::new(walked) else {
             return Ok(None);
         };
         let h = &mut st.ctx.header;
@@ -512,7 +513,7 @@ impl<'a> Reader<'a> {
         h.lost_kernel = h.lost_kernel.saturating_add(counts.lost_kernel);
         h.lost_samples = h.lost_samples.saturating_add(counts.lost_samples);
         st.ctx.unparsed += counts.unparsed;
-        st.ctx.samples = out.samples.len() as u64;
+        st.ctx.samples = out.len() as u64;
         // Every sample is decoded into `out`, which owns what it holds, and the reader is at
         // its end: the file's bytes go (as large as the file, or larger decompressed).
         st.iter = None;
@@ -1814,7 +1815,7 @@ impl crate::event::EventRead for Reader<'_> {
     fn fields(&self) -> Option<&[i64]> {
         Reader::fields(self)
     }
-    fn typed_samples(&mut self) -> Result<Option<TypedSamples>, Error> {
+    fn typed_samples(&mut self) -> Result<Option<TypedParts>, Error> {
         Reader::typed_samples(self)
     }
 }

@@ -419,33 +419,32 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
     match one_pass {
         // a perf.data file read in one pass: no `Event` per sample
         Some(all) => {
-            t.events.reserve(all.samples.len());
+            t.events.reserve(all.len());
             // A helper faults in the events' pages a little ahead of this pass (57 -> 40 ms on
             // the 2 M-event recording), only as far as the events go: samples of events not
             // replayed make none.
-            let (prefault, progress) = Prefault::follow(
-                vec![prefault::spare(&t.events, all.samples.len())],
-                prefault::AHEAD,
-            );
+            let (prefault, progress) =
+                Prefault::follow(vec![prefault::spare(&t.events, all.len())], prefault::AHEAD);
             let tracked: Vec<Option<usize>> =
                 all.events.iter().map(|(_, n)| tracked_of(n)).collect();
-            for (i, s) in all.samples.iter().enumerate() {
+            for (i, x) in all.iter().enumerate() {
                 if i % 4096 == 0 {
                     progress[0].at(&t.events);
                 }
+                let s = x.sample;
                 let (_, name) = &all.events[s.event as usize];
                 let ev = Ev {
                     tracked: tracked[s.event as usize],
-                    line: s.line(),
+                    line: x.line,
                     ts_ns: Some(s.ts_ns),
                     ts_res_ns: 1,
                     cpu: s.cpu(),
                     tid: s.tid,
                     name,
-                    payload: all.payload_of(s),
+                    payload: x.payload(),
                     callchain: Frames::Owned(&[]),
                 };
-                let typed = all.typed[s.event as usize].then(|| all.values_of(s));
+                let typed = all.typed[s.event as usize].then(|| x.values());
                 add_event(path, &ev, typed, &mut t, &mut st)?;
             }
             prefault.finish();
