@@ -458,6 +458,7 @@ impl<'a> Reader<'a> {
             .zip(cuts.iter().copied().chain([data.len()]))
             .collect();
         let (sample_types, attrs) = (&st.sample_types, &st.ctx.attrs);
+        let n_parts = parts.len();
         let walk_part = |(a, b): (usize, usize)| {
             let mut counts = bulk::Counts::default();
             // What the what-if builds from the samples is about as large as the file (a heap
@@ -474,29 +475,29 @@ impl<'a> Reader<'a> {
                 &mut counts,
                 |pos| behind.at(bytes, from + a + pos),
             )?;
-            bulk::sort(&mut out);
-            bulk::number(&mut out);
-            Some((out, counts))
+            let runs = bulk::runs(&mut out, bulk::MAX_RUNS / n_parts);
+            Some(((out, runs), counts))
         };
-        let walked: Vec<Option<(bulk::TypedSamples, bulk::Counts)>> = std::thread::scope(|sc| {
-            let others: Vec<_> = parts[1..]
-                .iter()
-                .map(|&r| {
-                    (
-                        r,
-                        std::thread::Builder::new().spawn_scoped(sc, move || walk_part(r)),
-                    )
-                })
-                .collect();
-            let first = walk_part(parts[0]);
-            std::iter::once(first)
-                .chain(others.into_iter().map(|(r, h)| match h {
-                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    // no thread to be had: walked here
-                    Err(_) => walk_part(r),
-                }))
-                .collect()
-        });
+        let walked: Vec<Option<((bulk::TypedSamples, bulk::Runs), bulk::Counts)>> =
+            std::thread::scope(|sc| {
+                let others: Vec<_> = parts[1..]
+                    .iter()
+                    .map(|&r| {
+                        (
+                            r,
+                            std::thread::Builder::new().spawn_scoped(sc, move || walk_part(r)),
+                        )
+                    })
+                    .collect();
+                let first = walk_part(parts[0]);
+                std::iter::once(first)
+                    .chain(others.into_iter().map(|(r, h)| match h {
+                        Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                        // no thread to be had: walked here
+                        Err(_) => walk_part(r),
+                    }))
+                    .collect()
+            });
         let Some(walked) = walked.into_iter().collect::<Option<Vec<_>>>() else {
             return Ok(None);
         };

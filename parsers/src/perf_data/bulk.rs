@@ -111,11 +111,11 @@ impl TypedSamples {
     }
 }
 
-/// A file's samples as the walks of its parts left them ([`super::Reader::typed_samples`]):
-/// each part's samples in time order, the parts in file order, read in the order of the
-/// whole with [`TypedParts::iter`]. Joining the parts into one vector ([`TypedParts::join`])
-/// copied every sample after the first part's into new pages: on a 2 M-event recording
-/// 14.5 ms of both CPUs, where reading the parts in order costs a comparison per sample.
+/// A file's samples as the walks of its parts left them ([`super::Reader::typed_samples`]),
+/// the parts in file order, read in the order of the whole with [`TypedParts::iter`].
+/// Joining the parts into one vector ([`TypedParts::join`]) copied every sample after the
+/// first part's into new pages: on a 2 M-event recording 14.5 ms of both CPUs, where reading
+/// the parts in order costs a comparison per sample.
 #[derive(Debug, Clone, Default)]
 pub struct TypedParts {
     /// Per event of the file: (system, name), as [`crate::event::Event`] names them.
@@ -124,14 +124,87 @@ pub struct TypedParts {
     pub typed: Vec<bool>,
     /// Per event: how many fields each of its samples has.
     pub fields: Vec<u32>,
-    /// The parts, each [`sort`]ed (its lines are its own; [`TypedParts::iter`] numbers them).
-    parts: Vec<TypedSamples>,
+    /// The parts, each with its [`Runs`].
+    parts: Vec<(TypedSamples, Runs)>,
+}
+
+/// How a part's samples are read in time order ([`runs`]).
+#[derive(Debug, Clone)]
+pub(super) enum Runs {
+    /// Sorted (and numbered, as a part of [`join`]).
+    Sorted,
+    /// In file order, read as each CPU's samples, each CPU's in time order: `next[i]` is the
+    /// sample after `i` of its CPU ([`NO_NEXT`] after its last), `heads` each CPU's first.
+    ByCpu { next: Vec<u32>, heads: Vec<u32> },
+}
+
+/// [`Runs::ByCpu`]'s `next` of a CPU's last sample.
+const NO_NEXT: u32 = u32::MAX;
+
+/// Most runs [`TypedParts::iter`] reads the parts as, all parts together: past it, each part
+/// is sorted and is one run. The iterator finds the next sample among the runs' next ones
+/// whenever it leaves a run, and with CPUs' samples interleaved in time that is most samples:
+/// a few runs cost a comparison or two each time, many would cost more than the sort.
+pub(super) const MAX_RUNS: usize = 8;
+
+/// Put a walked part in a readable order: as its CPUs' runs when it has at most `max_cpus`
+/// CPUs and each CPU's samples are in time order, else sorted ([`sort`], [`number`]).
+///
+/// perf writes each CPU's ring buffer, which that CPU fills in time order, in rounds of a
+/// stretch per CPU: a part is short runs in time order, a CPU's stretch each. The stable sort
+/// found those runs and merged them pairwise, a dozen passes over the samples (a part of
+/// ~1 M samples of the 2 M-event recording: 25-31 ms); linking each CPU's samples in file
+/// order is one pass (~7 ms). Merged by (time, part, place in the part), the runs give the
+/// stable sort's order: equal stamps in file order.
+pub(super) fn runs(out: &mut TypedSamples, max_cpus: usize) -> Runs {
+    match link_by_cpu(&out.samples, max_cpus) {
+        Some(r) => r,
+        None => {
+            sort(out);
+            number(out);
+            Runs::Sorted
+        }
+    }
+}
+
+fn link_by_cpu(v: &[TypedSample], max_cpus: usize) -> Option<Runs> {
+    if v.len() >= NO_NEXT as usize || max_cpus < 2 {
+        return None;
+    }
+    let mut next = vec![NO_NEXT; v.len()];
+    // per CPU (NO_CPU one of them): its number, first and last sample so far
+    let mut cpus: Vec<(u32, u32, u32)> = Vec::new();
+    let mut k = 0;
+    for (i, s) in v.iter().enumerate() {
+        let i = i as u32;
+        if cpus.get(k).is_none_or(|c| c.0 != s.cpu) {
+            match cpus.iter().position(|c| c.0 == s.cpu) {
+                Some(j) => k = j,
+                None if cpus.len() < max_cpus => {
+                    cpus.push((s.cpu, i, i));
+                    k = cpus.len() - 1;
+                    continue;
+                }
+                None => return None,
+            }
+        }
+        let last = cpus[k].2;
+        if key(s) < key(&v[last as usize]) {
+            return None;
+        }
+        next[last as usize] = i;
+        cpus[k].2 = i;
+    }
+    Some(Runs::ByCpu {
+        next,
+        heads: cpus.iter().map(|c| c.1).collect(),
+    })
 }
 
 /// One sample of [`TypedParts::iter`].
 #[derive(Debug, Clone, Copy)]
 pub struct Sampled<'a> {
-    /// The sample (its [`TypedSample::line`] is its part's: use [`Sampled::line`]).
+    /// The sample (its [`TypedSample::line`] may be its part's: use [`Sampled::line`]).
     pub sample: &'a TypedSample,
     /// 1-based rank among the file's samples in time order (`Event::line`).
     pub line: u64,
@@ -153,18 +226,18 @@ impl<'a> Sampled<'a> {
 }
 
 impl TypedParts {
-    /// The walks of consecutive stretches of one data section, each [`sort`]ed, as the
-    /// parts of one; `None` when the whole has more samples than a u32 numbers (the record
-    /// reader's then, as [`join`]'s).
-    pub(super) fn new(parts: Vec<TypedSamples>) -> Option<TypedParts> {
-        let total: usize = parts.iter().map(|p| p.samples.len()).sum();
+    /// The walks of consecutive stretches of one data section, each with its [`runs`], as
+    /// the parts of one; `None` when the whole has more samples than a u32 numbers (the
+    /// record reader's then, as [`join`]'s).
+    pub(super) fn new(parts: Vec<(TypedSamples, Runs)>) -> Option<TypedParts> {
+        let total: usize = parts.iter().map(|p| p.0.samples.len()).sum();
         if total >= u32::MAX as usize || parts.is_empty() {
             return None;
         }
-        let first = &parts[0];
+        let first = &parts[0].0;
         let (events, typed) = (first.events.clone(), first.typed.clone());
         let mut fields = first.fields.clone();
-        for p in &parts[1..] {
+        for (p, _) in &parts[1..] {
             for (f, g) in fields.iter_mut().zip(&p.fields) {
                 if *g != 0 {
                     *f = *g;
@@ -181,7 +254,7 @@ impl TypedParts {
 
     /// How many samples.
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.samples.len()).sum()
+        self.parts.iter().map(|p| p.0.samples.len()).sum()
     }
 
     /// Whether there are none.
@@ -190,16 +263,28 @@ impl TypedParts {
     }
 
     /// The samples in the record reader's order: by timestamp, equal ones in file order.
-    /// Each part is in that order and the parts are in file order, so the whole is their
-    /// merge by (timestamp, part), which takes one part's samples for as long as they come
-    /// before every other part's next (all but a round's worth at each seam).
+    /// Each run (a sorted part, or one CPU's samples of a part) is in that order and the
+    /// parts are in file order, so the whole is the runs' merge by (timestamp, part, place in
+    /// the part), which takes one run's samples for as long as they come before every other
+    /// run's next.
     pub fn iter(&self) -> InOrder<'_> {
+        let mut cursors = Vec::new();
+        let head = |p: usize, at: u32| (key(&self.parts[p].0.samples[at as usize]), p, at);
+        for (p, (part, runs)) in self.parts.iter().enumerate() {
+            match runs {
+                Runs::Sorted if part.samples.is_empty() => {}
+                Runs::Sorted => cursors.push(head(p, 0)),
+                Runs::ByCpu { heads, .. } => cursors.extend(heads.iter().map(|&h| head(p, h))),
+            }
+        }
         let mut it = InOrder {
             parts: &self.parts,
-            at: vec![0; self.parts.len()],
-            cur: 0,
+            cursors,
+            cur: usize::MAX,
+            part: 0,
             samples: &[],
-            pos: 0,
+            next: None,
+            at: NO_NEXT,
             bound: NO_BOUND,
             line: 0,
         };
@@ -210,53 +295,73 @@ impl TypedParts {
     /// The samples in one vector, as [`TypedParts::iter`] gives them, numbered; `None` when
     /// they need the record reader (see [`join`]).
     pub fn join(self) -> Option<TypedSamples> {
-        join(self.parts, JOIN_TWO_THREADS_FROM)
+        let parts = self
+            .parts
+            .into_iter()
+            .map(|(mut p, runs)| {
+                if let Runs::ByCpu { .. } = runs {
+                    sort(&mut p);
+                    number(&mut p);
+                }
+                p
+            })
+            .collect();
+        join(parts, JOIN_TWO_THREADS_FROM)
     }
 }
 
 /// [`TypedParts::iter`].
 #[derive(Debug)]
 pub struct InOrder<'a> {
-    parts: &'a [TypedSamples],
-    /// Per part: its next sample (the current part's as of when it was taken up).
-    at: Vec<usize>,
-    /// The part taken from, its samples and the next of them, while they come before `bound`.
+    parts: &'a [(TypedSamples, Runs)],
+    /// Per run: (key, part, place) of its next sample, the place [`NO_NEXT`] when it has none
+    /// left (the current run's as of when it was taken up). Kept with the key, finding the
+    /// next run compares these alone.
+    cursors: Vec<(u64, usize, u32)>,
+    /// The run taken from: its cursor, part, the part's samples and links, its next sample,
+    /// while they come before `bound`.
     cur: usize,
+    part: usize,
     samples: &'a [TypedSample],
-    pos: usize,
-    /// (key, part) of the first of the other parts' next samples.
-    bound: (u64, usize),
+    next: Option<&'a [u32]>,
+    at: u32,
+    /// (key, part, place) of the first of the other runs' next samples.
+    bound: (u64, usize, u32),
     line: u64,
 }
 
-/// [`InOrder::bound`] when no other part has samples left: after every (key, part).
-const NO_BOUND: (u64, usize) = (u64::MAX, usize::MAX);
+/// [`InOrder::bound`] when no other run has samples left: after every sample.
+const NO_BOUND: (u64, usize, u32) = (u64::MAX, usize::MAX, u32::MAX);
 
 impl InOrder<'_> {
-    /// Take up the part whose next sample comes first; the (key, part) of the next after
-    /// it becomes the bound. No part left: an empty current part.
+    /// Take up the run whose next sample comes first; the (key, part, place) of the next
+    /// after it becomes the bound. No run left: nothing taken up.
     fn pick(&mut self) {
-        if let Some(at) = self.at.get_mut(self.cur) {
-            *at = self.pos;
-        }
-        let (mut best, mut second) = (NO_BOUND, NO_BOUND);
-        for (p, part) in self.parts.iter().enumerate() {
-            let Some(s) = part.samples.get(self.at[p]) else {
+        let (mut best, mut best_run, mut second) = (NO_BOUND, usize::MAX, NO_BOUND);
+        for (r, &c) in self.cursors.iter().enumerate() {
+            if c.2 == NO_NEXT {
                 continue;
-            };
-            let k = (key(s), p);
-            if k < best {
-                second = best;
-                best = k;
-            } else if k < second {
-                second = k;
+            }
+            if c < best {
+                (second, best, best_run) = (best, c, r);
+            } else if c < second {
+                second = c;
             }
         }
-        (self.cur, self.bound) = (best.1, second);
-        match self.parts.get(best.1) {
-            Some(part) => (self.samples, self.pos) = (&part.samples, self.at[best.1]),
-            None => (self.samples, self.pos) = (&[], 0),
+        self.cur = best_run;
+        self.bound = second;
+        if best_run == usize::MAX {
+            (self.samples, self.next, self.at) = (&[], None, NO_NEXT);
+            return;
         }
+        let (part, runs) = &self.parts[best.1];
+        self.part = best.1;
+        self.samples = &part.samples;
+        self.next = match runs {
+            Runs::Sorted => None,
+            Runs::ByCpu { next, .. } => Some(next),
+        };
+        self.at = best.2;
     }
 }
 
@@ -266,18 +371,26 @@ impl<'a> Iterator for InOrder<'a> {
     #[inline]
     fn next(&mut self) -> Option<Sampled<'a>> {
         loop {
-            if let Some(s) = self.samples.get(self.pos) {
-                if (key(s), self.cur) < self.bound {
-                    self.pos += 1;
-                    self.line += 1;
-                    return Some(Sampled {
-                        sample: s,
-                        line: self.line,
-                        part: &self.parts[self.cur],
-                    });
+            match self.samples.get(self.at as usize) {
+                Some(s) => {
+                    let k = (key(s), self.part, self.at);
+                    if k < self.bound {
+                        self.at = match self.next {
+                            None => self.at + 1,
+                            Some(next) => next[self.at as usize],
+                        };
+                        self.line += 1;
+                        return Some(Sampled {
+                            sample: s,
+                            line: self.line,
+                            part: &self.parts[self.part].0,
+                        });
+                    }
+                    // another run's next comes first: this one waits with its key
+                    self.cursors[self.cur] = k;
                 }
-            } else if self.bound == NO_BOUND {
-                return None;
+                None if self.bound == NO_BOUND => return None,
+                None => self.cursors[self.cur].2 = NO_NEXT,
             }
             self.pick();
         }
@@ -908,7 +1021,8 @@ mod tests {
             let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
             assert_eq!(seen, whole);
             // read in order from the parts: the joined samples, numbers and payloads
-            let merged = TypedParts::new(parts.iter().map(|p| part(p)).collect()).unwrap();
+            let merged =
+                TypedParts::new(parts.iter().map(|p| (part(p), Runs::Sorted)).collect()).unwrap();
             assert_eq!(merged.len(), whole.len());
             let read: Vec<(i64, i32, u64, &str)> = merged
                 .iter()
@@ -936,6 +1050,121 @@ mod tests {
                 assert_eq!(got.payload_of(s), want);
             }
         }
+    }
+
+    /// Parts read as their CPUs' runs give the stable sort of the whole file by time: files
+    /// of rounds of a stretch per CPU, each CPU's stamps rising (ties within a CPU and across
+    /// CPUs and parts), cut into parts anywhere; a part with more CPUs than allowed, or a CPU
+    /// whose stamps go back, is sorted instead, and reads the same.
+    #[test]
+    fn runs_by_cpu_read_in_the_order_of_one_stable_sort() {
+        let mut seed = 7u64;
+        let mut rand = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        // (timestamp, cpu, tid): the tid is the sample's place in the file
+        let part = |v: &[(i64, u32, i32)]| TypedSamples {
+            events: vec![(None, "e".into())],
+            typed: vec![false],
+            fields: vec![0],
+            payloads: v.iter().map(|x| format!("at {}", x.2)).collect(),
+            samples: v
+                .iter()
+                .enumerate()
+                .map(|(i, &(ts_ns, cpu, tid))| TypedSample {
+                    ts_ns,
+                    line: 0,
+                    cpu,
+                    tid,
+                    pid: 0,
+                    event: 0,
+                    slot: i as u32,
+                })
+                .collect(),
+            ..TypedSamples::default()
+        };
+        let (mut linked, mut sorted) = (0, 0);
+        for round in 0..200 {
+            let cpus = 1 + rand(3) as u32;
+            let mut last = vec![100i64; cpus as usize];
+            let mut file = Vec::new();
+            for _ in 0..1 + rand(6) {
+                for c in 0..cpus {
+                    for _ in 0..rand(5) {
+                        last[c as usize] += rand(3) as i64;
+                        file.push((last[c as usize], c, file.len() as i32));
+                    }
+                }
+            }
+            if round % 10 == 0 && file.len() > 2 {
+                // a CPU's stamp going back: that part is sorted
+                let i = 1 + rand(file.len() as u64 - 1) as usize;
+                file[i].0 -= 5;
+            }
+            let mut cuts: Vec<usize> = (0..rand(4))
+                .map(|_| rand(file.len() as u64 + 1) as usize)
+                .collect();
+            cuts.sort_unstable();
+            let bounds: Vec<usize> = std::iter::once(0).chain(cuts).chain([file.len()]).collect();
+            let max_cpus = [4, 2][round % 2];
+            let parts: Vec<(TypedSamples, Runs)> = bounds
+                .windows(2)
+                .map(|w| {
+                    let mut p = part(&file[w[0]..w[1]]);
+                    let r = runs(&mut p, max_cpus);
+                    match r {
+                        Runs::ByCpu { .. } => linked += 1,
+                        Runs::Sorted => sorted += 1,
+                    }
+                    (p, r)
+                })
+                .collect();
+            // the record reader's key: the stamp as perf's u64
+            let mut want = file.clone();
+            want.sort_by_key(|x| x.0 as u64);
+            let all = TypedParts::new(parts).unwrap();
+            let got: Vec<(i64, u32, i32, u64, &str)> = all
+                .iter()
+                .map(|x| {
+                    (
+                        x.sample.ts_ns,
+                        x.sample.cpu,
+                        x.sample.tid,
+                        x.line,
+                        x.payload(),
+                    )
+                })
+                .collect();
+            let want: Vec<(i64, u32, i32, u64, String)> = want
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, c, tid))| (t, c, tid, i as u64 + 1, format!("at {tid}")))
+                .collect();
+            assert_eq!(got.len(), want.len(), "round {round}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(
+                    (g.0, g.1, g.2, g.3, g.4),
+                    (w.0, w.1, w.2, w.3, w.4.as_str()),
+                    "round {round}"
+                );
+            }
+            // joined into one vector: the same
+            let joined = all.join().unwrap();
+            let j: Vec<(i64, i32, u64)> = joined
+                .samples
+                .iter()
+                .map(|s| (s.ts_ns, s.tid, s.line()))
+                .collect();
+            let w: Vec<(i64, i32, u64)> = want.iter().map(|w| (w.0, w.2, w.3)).collect();
+            assert_eq!(j, w, "round {round}");
+        }
+        assert!(
+            linked > 100 && sorted > 20,
+            "both orders met: {linked} linked, {sorted} sorted"
+        );
     }
 
     /// Files whose records need the record reader: `None`, and the reader then reads them
