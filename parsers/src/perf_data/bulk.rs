@@ -133,12 +133,16 @@ pub struct TypedParts {
 pub(super) enum Runs {
     /// Sorted (and numbered, as a part of [`join`]).
     Sorted,
-    /// In file order, read as each CPU's samples, each CPU's in time order: `next[i]` is the
-    /// sample after `i` of its CPU ([`NO_NEXT`] after its last), `heads` each CPU's first.
-    ByCpu { next: Vec<u32>, heads: Vec<u32> },
+    /// In file order, read as each CPU's samples, each CPU's in time order: the part cut
+    /// where the CPU changes, `(start, end, the next stretch of that CPU or NO_NEXT)` each,
+    /// and each CPU's first stretch in `heads`.
+    ByCpu {
+        stretches: Vec<(u32, u32, u32)>,
+        heads: Vec<u32>,
+    },
 }
 
-/// [`Runs::ByCpu`]'s `next` of a CPU's last sample.
+/// [`Runs::ByCpu`]'s next stretch after a CPU's last.
 const NO_NEXT: u32 = u32::MAX;
 
 /// Most runs [`TypedParts::iter`] reads the parts as, all parts together: past it, each part
@@ -152,10 +156,11 @@ pub(super) const MAX_RUNS: usize = 8;
 ///
 /// perf writes each CPU's ring buffer, which that CPU fills in time order, in rounds of a
 /// stretch per CPU: a part is short runs in time order, a CPU's stretch each. The stable sort
-/// found those runs and merged them pairwise, a dozen passes over the samples (a part of
-/// ~1 M samples of the 2 M-event recording: 25-31 ms); linking each CPU's samples in file
-/// order is one pass (~7 ms). Merged by (time, part, place in the part), the runs give the
-/// stable sort's order: equal stamps in file order.
+/// found those runs and merged them pairwise, pass after pass over the samples (a part of
+/// ~1 M samples of the 2 M-event recording: 25-31 ms). Cutting the part where the CPU changes
+/// and chaining each CPU's stretches is one pass that writes an entry per stretch (a link per
+/// sample, tried first, made the typed read 5-8 ms slower). Merged by (time, part, place in
+/// the part), the runs give the stable sort's order: equal stamps in file order.
 pub(super) fn runs(out: &mut TypedSamples, max_cpus: usize) -> Runs {
     match link_by_cpu(&out.samples, max_cpus) {
         Some(r) => r,
@@ -171,32 +176,44 @@ fn link_by_cpu(v: &[TypedSample], max_cpus: usize) -> Option<Runs> {
     if v.len() >= NO_NEXT as usize || max_cpus < 2 {
         return None;
     }
-    let mut next = vec![NO_NEXT; v.len()];
-    // per CPU (NO_CPU one of them): its number, first and last sample so far
+    let mut stretches: Vec<(u32, u32, u32)> = Vec::new();
+    // per CPU (NO_CPU one of them): its number, first and last stretch so far
     let mut cpus: Vec<(u32, u32, u32)> = Vec::new();
-    let mut k = 0;
+    let mut k = usize::MAX;
     for (i, s) in v.iter().enumerate() {
         let i = i as u32;
-        if cpus.get(k).is_none_or(|c| c.0 != s.cpu) {
-            match cpus.iter().position(|c| c.0 == s.cpu) {
-                Some(j) => k = j,
-                None if cpus.len() < max_cpus => {
-                    cpus.push((s.cpu, i, i));
-                    k = cpus.len() - 1;
-                    continue;
-                }
-                None => return None,
+        if cpus.get(k).is_some_and(|c| c.0 == s.cpu) {
+            // on in the same stretch
+            if key(s) < key(&v[i as usize - 1]) {
+                return None;
             }
+            continue;
         }
-        let last = cpus[k].2;
-        if key(s) < key(&v[last as usize]) {
-            return None;
+        // a new stretch: of a CPU seen before (in time order after its last), or a new CPU
+        if let Some(last) = stretches.last_mut() {
+            last.1 = i;
         }
-        next[last as usize] = i;
-        cpus[k].2 = i;
+        let at = stretches.len() as u32;
+        stretches.push((i, v.len() as u32, NO_NEXT));
+        match cpus.iter().position(|c| c.0 == s.cpu) {
+            Some(j) => {
+                let before = stretches[cpus[j].2 as usize];
+                if key(s) < key(&v[before.1 as usize - 1]) {
+                    return None;
+                }
+                stretches[cpus[j].2 as usize].2 = at;
+                cpus[j].2 = at;
+                k = j;
+            }
+            None if cpus.len() < max_cpus => {
+                cpus.push((s.cpu, at, at));
+                k = cpus.len() - 1;
+            }
+            None => return None,
+        }
     }
     Some(Runs::ByCpu {
-        next,
+        stretches,
         heads: cpus.iter().map(|c| c.1).collect(),
     })
 }
@@ -269,12 +286,14 @@ impl TypedParts {
     /// run's next.
     pub fn iter(&self) -> InOrder<'_> {
         let mut cursors = Vec::new();
-        let head = |p: usize, at: u32| (key(&self.parts[p].0.samples[at as usize]), p, at);
         for (p, (part, runs)) in self.parts.iter().enumerate() {
+            let head = |at: u32, st: u32| ((key(&part.samples[at as usize]), p, at), st);
             match runs {
                 Runs::Sorted if part.samples.is_empty() => {}
-                Runs::Sorted => cursors.push(head(p, 0)),
-                Runs::ByCpu { heads, .. } => cursors.extend(heads.iter().map(|&h| head(p, h))),
+                Runs::Sorted => cursors.push(head(0, NO_NEXT)),
+                Runs::ByCpu { stretches, heads } => {
+                    cursors.extend(heads.iter().map(|&h| head(stretches[h as usize].0, h)))
+                }
             }
         }
         let mut it = InOrder {
@@ -283,8 +302,10 @@ impl TypedParts {
             cur: usize::MAX,
             part: 0,
             samples: &[],
-            next: None,
-            at: NO_NEXT,
+            stretches: &[],
+            stretch: NO_NEXT,
+            at: 0,
+            end: 0,
             bound: NO_BOUND,
             line: 0,
         };
@@ -314,17 +335,19 @@ impl TypedParts {
 #[derive(Debug)]
 pub struct InOrder<'a> {
     parts: &'a [(TypedSamples, Runs)],
-    /// Per run: (key, part, place) of its next sample, the place [`NO_NEXT`] when it has none
-    /// left (the current run's as of when it was taken up). Kept with the key, finding the
-    /// next run compares these alone.
-    cursors: Vec<(u64, usize, u32)>,
-    /// The run taken from: its cursor, part, the part's samples and links, its next sample,
-    /// while they come before `bound`.
+    /// Per run: (key, part, place) of its next sample and the stretch it is in ([`NO_NEXT`]
+    /// for a sorted part), the place [`NO_NEXT`] when it has none left (the current run's as
+    /// of when it was taken up). Kept with the key, finding the next run compares these alone.
+    cursors: Vec<((u64, usize, u32), u32)>,
+    /// The run taken from: its cursor, part, the part's samples and stretches, its stretch,
+    /// next sample and the stretch's end, while they come before `bound`.
     cur: usize,
     part: usize,
     samples: &'a [TypedSample],
-    next: Option<&'a [u32]>,
+    stretches: &'a [(u32, u32, u32)],
+    stretch: u32,
     at: u32,
+    end: u32,
     /// (key, part, place) of the first of the other runs' next samples.
     bound: (u64, usize, u32),
     line: u64,
@@ -338,7 +361,7 @@ impl InOrder<'_> {
     /// after it becomes the bound. No run left: nothing taken up.
     fn pick(&mut self) {
         let (mut best, mut best_run, mut second) = (NO_BOUND, usize::MAX, NO_BOUND);
-        for (r, &c) in self.cursors.iter().enumerate() {
+        for (r, &(c, _)) in self.cursors.iter().enumerate() {
             if c.2 == NO_NEXT {
                 continue;
             }
@@ -350,18 +373,18 @@ impl InOrder<'_> {
         }
         self.cur = best_run;
         self.bound = second;
-        if best_run == usize::MAX {
-            (self.samples, self.next, self.at) = (&[], None, NO_NEXT);
+        let Some(&((_, p, at), stretch)) = self.cursors.get(best_run) else {
+            (self.samples, self.at, self.end) = (&[], 0, 0);
             return;
-        }
-        let (part, runs) = &self.parts[best.1];
-        self.part = best.1;
-        self.samples = &part.samples;
-        self.next = match runs {
-            Runs::Sorted => None,
-            Runs::ByCpu { next, .. } => Some(next),
         };
-        self.at = best.2;
+        let (part, runs) = &self.parts[p];
+        self.part = p;
+        self.samples = &part.samples;
+        (self.stretches, self.end) = match runs {
+            Runs::Sorted => (&[][..], part.samples.len() as u32),
+            Runs::ByCpu { stretches, .. } => (&stretches[..], stretches[stretch as usize].1),
+        };
+        (self.stretch, self.at) = (stretch, at);
     }
 }
 
@@ -371,26 +394,32 @@ impl<'a> Iterator for InOrder<'a> {
     #[inline]
     fn next(&mut self) -> Option<Sampled<'a>> {
         loop {
-            match self.samples.get(self.at as usize) {
-                Some(s) => {
-                    let k = (key(s), self.part, self.at);
-                    if k < self.bound {
-                        self.at = match self.next {
-                            None => self.at + 1,
-                            Some(next) => next[self.at as usize],
-                        };
-                        self.line += 1;
-                        return Some(Sampled {
-                            sample: s,
-                            line: self.line,
-                            part: &self.parts[self.part].0,
-                        });
+            if self.at < self.end {
+                let s = &self.samples[self.at as usize];
+                let k = (key(s), self.part, self.at);
+                if k < self.bound {
+                    self.at += 1;
+                    if self.at == self.end {
+                        // on to the CPU's next stretch, if any
+                        if let Some(&(_, _, n)) = self.stretches.get(self.stretch as usize) {
+                            if let Some(&(next_at, next_end, _)) = self.stretches.get(n as usize) {
+                                (self.stretch, self.at, self.end) = (n, next_at, next_end);
+                            }
+                        }
                     }
-                    // another run's next comes first: this one waits with its key
-                    self.cursors[self.cur] = k;
+                    self.line += 1;
+                    return Some(Sampled {
+                        sample: s,
+                        line: self.line,
+                        part: &self.parts[self.part].0,
+                    });
                 }
-                None if self.bound == NO_BOUND => return None,
-                None => self.cursors[self.cur].2 = NO_NEXT,
+                // another run's next comes first: this one waits with its key
+                self.cursors[self.cur] = (k, self.stretch);
+            } else if self.bound == NO_BOUND {
+                return None;
+            } else {
+                self.cursors[self.cur].0 .2 = NO_NEXT;
             }
             self.pick();
         }
