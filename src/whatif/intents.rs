@@ -486,10 +486,10 @@ impl Layout {
                     true => x.ts,
                     false => hold_t[x.hold as usize].t,
                 };
-                let mut o: Vec<u32> = (0..ti.len() as u32).collect();
-                // holds then faults, each run in time order: a stable sort merges the two
-                o.sort_by_key(|&j| real(&ti[j as usize]));
-                o
+                first_order(
+                    ti.iter().map(real).collect(),
+                    ti.partition_point(|x| !x.fault),
+                )
             })
             .collect();
         let only_order0 = times.iter().flatten().all(|x| !x.fault || x.order == 0)
@@ -655,6 +655,34 @@ impl Layout {
             only_order0: false,
         }
     }
+}
+
+/// The stable sort of items by their real times `keys`: a stream's items are its holds, then
+/// its faults (from `faults_from` on), each in time order, so it is their merge, ties to the
+/// first run (on a 2 M-event capture 17 ms as a sort by a key read through the holds' times,
+/// each comparison two lookups). That holds for any split of two runs in order; items not
+/// in that order are sorted.
+fn first_order(keys: Vec<i64>, faults_from: usize) -> Vec<u32> {
+    let (holds, faults) = keys.split_at(faults_from.min(keys.len()));
+    if !holds.is_sorted() || !faults.is_sorted() {
+        let mut o: Vec<u32> = (0..keys.len() as u32).collect();
+        o.sort_by_key(|&j| keys[j as usize]);
+        return o;
+    }
+    let mut o = Vec::with_capacity(keys.len());
+    let (mut i, mut j) = (0, 0);
+    while i < holds.len() && j < faults.len() {
+        if holds[i] <= faults[j] {
+            o.push(i as u32);
+            i += 1;
+        } else {
+            o.push((faults_from + j) as u32);
+            j += 1;
+        }
+    }
+    o.extend((i..holds.len()).map(|i| i as u32));
+    o.extend((j..faults.len()).map(|j| (faults_from + j) as u32));
+    o
 }
 
 /// `q.partition_point(|&x| x < t)` (`q` sorted), walking from the previous answer `at` a few
@@ -884,6 +912,30 @@ mod tests {
                 let mut got = v;
                 resort(&mut got, |r| r.v);
                 assert_eq!(got, want, "n={n} shape={shape}");
+            }
+        }
+    }
+
+    /// The merge of two runs is the stable sort, wherever they split and whatever ties;
+    /// keys out of order are sorted.
+    #[test]
+    fn first_order_is_the_stable_sort() {
+        let mut rng = Rng::new(11);
+        for n in [0usize, 1, 2, 7, 100, 1000] {
+            for shape in 0..4 {
+                let split = rng.below(n + 1);
+                let mut keys: Vec<i64> = (0..n).map(|_| rng.below(50) as i64).collect();
+                if shape < 3 {
+                    keys[..split].sort_unstable();
+                    keys[split..].sort_unstable();
+                }
+                let mut want: Vec<u32> = (0..n as u32).collect();
+                want.sort_by_key(|&j| keys[j as usize]);
+                assert_eq!(
+                    super::first_order(keys.clone(), split),
+                    want,
+                    "n={n} shape={shape} split={split}"
+                );
             }
         }
     }
