@@ -403,15 +403,15 @@ impl<'a> Reader<'a> {
     }
 
     /// Every sample of the file at once, in time order ([`TypedParts::iter`]), with the typed
-    /// fields asked for
-    /// ([`Reader::typed_fields`], which must come first), for a reader that needs nothing else
-    /// of each event (no call chains, command names or frames: a typed event's `comm` and
-    /// `payload` are empty on [`Reader::next_event`] too). Call instead of the first
-    /// [`Reader::next_event`]; afterwards the reader is at its end ([`Reader::header`] complete,
-    /// the notes said). `Ok(None)`: this file needs the record reader (pipe mode, call chains,
-    /// compressed records, a file cut short, [`Reader::only`], or anything the one-pass walk
-    /// does not expect): read it with [`Reader::next_event`], which then starts from
-    /// the beginning. The same samples, order, fields and payloads either way.
+    /// fields asked for ([`Reader::typed_fields`], which must come first), for a reader that
+    /// needs nothing else of each event (no call chains, command names or frames: a typed
+    /// event's `comm` and `payload` are empty on [`Reader::next_event`] too). Call instead of
+    /// the first [`Reader::next_event`]; afterwards the reader is at its end
+    /// ([`Reader::header`] complete, the notes said). `Ok(None)`: this file needs the record
+    /// reader (pipe mode, call chains, compressed records, a file cut short, [`Reader::only`],
+    /// or anything the one-pass walk does not expect): read it with [`Reader::next_event`],
+    /// which then starts from the beginning. The same samples, order, fields and payloads
+    /// either way.
     pub fn typed_samples(&mut self) -> Result<Option<TypedParts>, Error> {
         if self.began || self.finished || self.typed.is_none() || self.only.is_some() {
             return Ok(None);
@@ -441,9 +441,10 @@ impl<'a> Reader<'a> {
         let Some(data) = bytes.get(from..to) else {
             return Ok(None);
         };
-        // The walk and the sort are most of the what-if's reading time and one thread's work;
-        // a large section is walked in parts side by side (the check found record starts
-        // that split it evenly), each part sorted on its thread, and the parts joined.
+        // The walk and the ordering are most of the what-if's reading time and one thread's
+        // work; a large section is walked in parts side by side (the check found record
+        // starts that split it evenly), each part put in order on its thread (its CPUs' runs,
+        // or sorted: `bulk::runs`), and the parts read in order where they are used.
         let cuts: Vec<usize> = match data.len() > self.split_above {
             true => st
                 .cuts
