@@ -5,7 +5,7 @@ use super::IntMap;
 /// CPU numbers below this are slots of an array; any other goes to a hash map. 4096 is
 /// perf's default `MAX_NR_CPUS` (tools/lib/perf/include/internal/cpumap.h), so a recording of
 /// a real machine fits the array, and a damaged record's CPU number cannot make it large.
-const DENSE: u32 = 4096;
+pub(crate) const DENSE: u32 = 4096;
 
 /// A map keyed by CPU number. The passes over a whole capture (the gap limits, the rebuild of
 /// holds, the coverage check) look up a CPU's state once or twice per event; on a 2 M-event

@@ -10,6 +10,7 @@
 //! read had to put in order, or one cut from another (a sampled window), has no survey from
 //! the read; [`Survey::of`] makes one by the same fold.
 
+use super::cpu_map::DENSE;
 use super::trace::{Kind, MmEvent};
 use super::IntMap;
 
@@ -92,13 +93,9 @@ pub struct Surveyor {
 struct LastByCpu {
     ts: Vec<i64>,
     tag: Vec<Tag>,
-    /// CPU numbers past [`DENSE`].
+    /// CPU numbers past [`super::cpu_map::DENSE`] ([`super::CpuMap`]'s bound).
     rest: IntMap<u32, (i64, Tag)>,
 }
-
-/// CPU numbers below this are array slots (perf's default `MAX_NR_CPUS`, as in
-/// [`super::CpuMap`]).
-const DENSE: u32 = 4096;
 
 impl LastByCpu {
     /// Sets the CPU's last event; the one before, if any.

@@ -132,7 +132,7 @@ pub struct TypedParts {
 /// How a part's samples are read in time order ([`runs`]).
 #[derive(Debug, Clone)]
 pub(super) enum Runs {
-    /// Sorted (and numbered, as a part of [`join`]).
+    /// Sorted.
     Sorted,
     /// In file order, read as each CPU's samples, each CPU's in time order: the part cut
     /// where the CPU changes, `(start, end, the next stretch of that CPU or NO_NEXT)` each,
@@ -149,11 +149,12 @@ const NO_NEXT: u32 = u32::MAX;
 /// Most runs [`TypedParts::iter`] reads the parts as, all parts together: past it, each part
 /// is sorted and is one run. The iterator finds the next sample among the runs' next ones
 /// whenever it leaves a run, and with CPUs' samples interleaved in time that is most samples:
-/// a few runs cost a comparison or two each time, many would cost more than the sort.
+/// a few runs cost a comparison or two each time; many would cost more than the sort (not
+/// measured: no capture here has more than 2 CPUs).
 pub(super) const MAX_RUNS: usize = 8;
 
 /// Put a walked part in a readable order: as its CPUs' runs when it has at most `max_cpus`
-/// CPUs and each CPU's samples are in time order, else sorted ([`sort`], [`number`]).
+/// CPUs and each CPU's samples are in time order, else sorted ([`sort`]).
 ///
 /// perf writes each CPU's ring buffer, which that CPU fills in time order, in rounds of a
 /// stretch per CPU: a part is short runs in time order, a CPU's stretch each. The stable sort
@@ -167,7 +168,6 @@ pub(super) fn runs(out: &mut TypedSamples, max_cpus: usize) -> Runs {
         Some(r) => r,
         None => {
             sort(out);
-            number(out);
             Runs::Sorted
         }
     }
@@ -227,6 +227,8 @@ pub struct Sampled<'a> {
     /// 1-based rank among the file's samples in time order (`Event::line`).
     pub line: u64,
     part: &'a TypedSamples,
+    /// Its part's index ([`TypedParts::join`]).
+    part_at: usize,
 }
 
 impl<'a> Sampled<'a> {
@@ -246,7 +248,7 @@ impl<'a> Sampled<'a> {
 impl TypedParts {
     /// The walks of consecutive stretches of one data section, each with its [`runs`], as
     /// the parts of one; `None` when the whole has more samples than a u32 numbers (the
-    /// record reader's then, as [`join`]'s).
+    /// record reader's then).
     pub(super) fn new(parts: Vec<(TypedSamples, Runs)>) -> Option<TypedParts> {
         let total: usize = parts.iter().map(|p| p.0.samples.len()).sum();
         if total >= u32::MAX as usize || parts.is_empty() {
@@ -314,21 +316,50 @@ impl TypedParts {
         it
     }
 
-    /// The samples in one vector, as [`TypedParts::iter`] gives them, numbered; `None` when
-    /// they need the record reader (see [`join`]).
-    pub fn join(self) -> Option<TypedSamples> {
-        let parts = self
-            .parts
-            .into_iter()
-            .map(|(mut p, runs)| {
-                if let Runs::ByCpu { .. } = runs {
-                    sort(&mut p);
-                    number(&mut p);
-                }
-                p
-            })
-            .collect();
-        join(parts, JOIN_TWO_THREADS_FROM)
+    /// The samples in one vector, as [`TypedParts::iter`] gives them, numbered, each part's
+    /// values and payloads after the previous part's; `None` when a slot would not fit a u32
+    /// (the record reader's then).
+    pub fn join(&self) -> Option<TypedSamples> {
+        // where each part's values and payloads start in the whole
+        let (mut bases, mut nv, mut np) = (Vec::with_capacity(self.parts.len()), 0, 0);
+        for (p, _) in &self.parts {
+            bases.push((nv, np));
+            (nv, np) = (nv + p.values.len(), np + p.payloads.len());
+        }
+        let mut samples = Vec::with_capacity(self.len());
+        for x in self.iter() {
+            let mut s = *x.sample;
+            let (bv, bp) = bases[x.part_at];
+            let base = match self.typed.get(s.event as usize)? {
+                true => Some(bv),
+                false if s.slot == NO_PAYLOAD => None,
+                false => Some(bp),
+            };
+            if let Some(base) = base {
+                s.slot = u32::try_from(s.slot as usize + base)
+                    .ok()
+                    .filter(|&x| x != NO_PAYLOAD)?;
+            }
+            // below u32::MAX: `TypedParts::new` checked the whole
+            s.line = x.line as u32;
+            samples.push(s);
+        }
+        Some(TypedSamples {
+            events: self.events.clone(),
+            typed: self.typed.clone(),
+            fields: self.fields.clone(),
+            samples,
+            values: self
+                .parts
+                .iter()
+                .flat_map(|p| p.0.values.iter().copied())
+                .collect(),
+            payloads: self
+                .parts
+                .iter()
+                .flat_map(|p| p.0.payloads.iter().cloned())
+                .collect(),
+        })
     }
 }
 
@@ -413,6 +444,7 @@ impl<'a> Iterator for InOrder<'a> {
                         sample: s,
                         line: self.line,
                         part: &self.parts[self.part].0,
+                        part_at: self.part,
                     });
                 }
                 // another run's next comes first: this one waits with its key
@@ -438,7 +470,7 @@ pub(super) struct Counts {
 }
 
 impl Counts {
-    /// Another part's counts added ([`join`]).
+    /// Another part's counts added.
     pub fn add(&mut self, o: &Counts) {
         self.lost_records += o.lost_records;
         self.lost_kernel = self.lost_kernel.saturating_add(o.lost_kernel);
@@ -463,7 +495,8 @@ pub(super) fn eligible(sample_types: &[u64]) -> bool {
 }
 
 /// Walk the records of `data` (the data section, records whole: the file was checked) and
-/// decode every sample, in file order ([`sort`] and [`join`] put them in time order).
+/// decode every sample, in file order ([`runs`] and [`TypedParts::iter`] put them in time
+/// order).
 /// `None`: something here needs the record reader. `passed` is told where each record ends
 /// (to let go of the pages behind).
 pub(super) fn walk(
@@ -592,169 +625,6 @@ fn key(s: &TypedSample) -> u64 {
 /// Put the samples of one [`walk`] in time order ([`key`]; stable, as they are in file order).
 pub(super) fn sort(out: &mut TypedSamples) {
     out.samples.sort_by_key(key);
-}
-
-/// Fewest samples of a part for which [`join`] copies it on two threads (2 MiB of samples).
-/// Not measured where a thread starts to pay: a bound that keeps small parts, and a fuzzed
-/// file split into many tiny ones, on one thread.
-pub(super) const JOIN_TWO_THREADS_FROM: usize = 1 << 16;
-
-/// The walks of consecutive stretches of one data section, each [`sort`]ed and [`number`]ed,
-/// as one walk of the whole section sorted and numbered: the samples in the record reader's
-/// order, the values and payloads one after the other (each sample's slot and number moved
-/// with its part's). `None` when the whole has more samples or values than a u32 numbers
-/// (the record reader's then).
-///
-/// perf writes the per-CPU buffers in rounds, so each part is in time order but the end of
-/// one part and the start of the next overlap by about a round. Only that stretch is sorted
-/// again; every step is a stable sort of a contiguous range, which keeps equal timestamps in
-/// file order, so when the whole is then in time order it is the stable sort of the file's
-/// samples. A part that overlaps more than its neighbour (a part shorter than a round) is
-/// caught by that last check and the whole sorted.
-///
-/// `two_threads_from`: a part of at least this many samples is copied on two threads
-/// ([`append`]).
-pub(super) fn join(parts: Vec<TypedSamples>, two_threads_from: usize) -> Option<TypedSamples> {
-    let total: usize = parts.iter().map(|p| p.samples.len()).sum();
-    if total >= u32::MAX as usize {
-        return None;
-    }
-    let mut parts = parts.into_iter();
-    let mut out = parts.next()?;
-    let mut starts = Vec::new();
-    for p in parts {
-        starts.push(out.samples.len());
-        for (f, g) in out.fields.iter_mut().zip(&p.fields) {
-            if *g != 0 {
-                *f = *g;
-            }
-        }
-        let two_threads = p.samples.len() >= two_threads_from;
-        append(&mut out, p, two_threads)?;
-    }
-    let v = &mut out.samples;
-    let ends = starts.iter().skip(1).copied().chain([v.len()]);
-    let mut from = 0;
-    // where the whole may be out of order after the stretches are sorted: the pairs around
-    // each stretch's ends and each part's start (inside them, each stretch and the rest of
-    // each part are in order)
-    let mut seams = Vec::new();
-    let mut stretches = Vec::new();
-    for (b, end) in starts.iter().copied().zip(ends) {
-        // the previous part's samples after the next part's first, and the next part's
-        // before the previous part's last
-        let (Some(first), Some(last)) = (v.get(b).map(key), v.get(b.wrapping_sub(1)).map(key))
-        else {
-            from = b;
-            continue;
-        };
-        let lo = from + v[from..b].partition_point(|s| key(s) <= first);
-        let hi = b + v[b..end].partition_point(|s| key(s) < last);
-        v[lo..hi].sort_by_key(key);
-        seams.extend([lo, b, hi]);
-        stretches.push(lo..hi);
-        from = b;
-    }
-    let in_order = seams
-        .iter()
-        .all(|&s| s == 0 || s >= v.len() || key(&v[s - 1]) <= key(&v[s]));
-    if !in_order {
-        v.sort_by_key(key);
-        number(&mut out);
-        return Some(out);
-    }
-    debug_assert!(v.is_sorted_by_key(key));
-    for r in stretches {
-        number_from(&mut v[r.clone()], r.start);
-    }
-    Some(out)
-}
-
-/// Append part `p`'s samples (slot and number moved past `out`'s), values and payloads to
-/// `out`. With `two_threads`, the samples and the values are copied on two threads: the
-/// copies were most of the join's time, and the other CPU is idle then.
-fn append(out: &mut TypedSamples, p: TypedSamples, two_threads: bool) -> Option<()> {
-    let (nv, np, ns) = (out.values.len(), out.payloads.len(), out.samples.len());
-    let TypedSamples {
-        typed,
-        samples,
-        values,
-        payloads,
-        ..
-    } = out;
-    let typed = &*typed;
-    // (sample, where it lands): the sample as it reads in the whole
-    let moved = |mut s: TypedSample, at: usize| -> Option<TypedSample> {
-        let base = match typed.get(s.event as usize)? {
-            true => Some(nv),
-            false if s.slot == NO_PAYLOAD => None,
-            false => Some(np),
-        };
-        if let Some(base) = base {
-            s.slot = u32::try_from(s.slot as usize + base)
-                .ok()
-                .filter(|&x| x != NO_PAYLOAD)?;
-        }
-        // below u32::MAX: `join` checked the whole
-        s.line = at as u32 + 1;
-        Some(s)
-    };
-    let n = p.samples.len();
-    samples.reserve(n);
-    let spare = &mut samples.spare_capacity_mut()[..n];
-    let copy = |from: &[TypedSample], to: &mut [std::mem::MaybeUninit<TypedSample>], at: usize| {
-        for (i, (s, d)) in from.iter().zip(to).enumerate() {
-            d.write(moved(*s, at + i)?);
-        }
-        Some(())
-    };
-    // the values' copy goes beside the samples' first part (as large, about, as the rest)
-    let cut = match two_threads {
-        true => n / 2 + n / 8,
-        false => n,
-    };
-    let (head, tail) = spare.split_at_mut(cut);
-    let (ph, pt) = p.samples.split_at(cut);
-    let (copied, spawned) = std::thread::scope(|sc| {
-        let other = two_threads.then(|| {
-            std::thread::Builder::new().spawn_scoped(sc, || {
-                values.extend_from_slice(&p.values);
-                copy(pt, tail, ns + cut)
-            })
-        });
-        let here = copy(ph, head, ns);
-        match other {
-            Some(Ok(h)) => (
-                here.and(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
-                true,
-            ),
-            _ => (here, false),
-        }
-    });
-    copied?;
-    if !spawned {
-        // one thread asked for, or none to be had: the rest here
-        values.extend_from_slice(&p.values);
-        copy(pt, &mut samples.spare_capacity_mut()[cut..n], ns + cut)?;
-    }
-    // SAFETY: each of the `n` slots past the length was written above (`copy` wrote every
-    // item of both halves: `from` and `to` are as long, and neither failed)
-    unsafe { samples.set_len(ns + n) };
-    payloads.extend(p.payloads);
-    Some(())
-}
-
-/// Number the samples in their order ([`TypedSample::line`]).
-pub(super) fn number(out: &mut TypedSamples) {
-    number_from(&mut out.samples, 0);
-}
-
-/// Number `v`, whose first sample is the whole's `first` (0-based).
-fn number_from(v: &mut [TypedSample], first: usize) {
-    for (i, s) in v.iter_mut().enumerate() {
-        // below u32::MAX: the walk and the join leave larger files to the record reader
-        s.line = (first + i) as u32 + 1;
-    }
 }
 
 /// A sample body's fields up to `RAW`.
@@ -991,10 +861,10 @@ mod tests {
         assert!(all_ties > 0, "no equal stamps to keep in file order");
     }
 
-    /// How the parts are put back in order: only the stretch where two parts' times overlap
-    /// is sorted again, equal stamps stay in file order, and a part whose times reach past
-    /// its neighbour's sends the whole to the full sort; reading the parts in order
-    /// ([`TypedParts::iter`]) gives the same.
+    /// Sorted parts read in order ([`TypedParts::iter`]) and joined ([`TypedParts::join`])
+    /// give the stable sort of the whole: parts overlapping at a seam (equal stamps across
+    /// it), a part reaching back past its neighbour into the first's time, an empty part;
+    /// numbered from 1, each payload with its sample.
     #[test]
     fn parts_join_in_the_order_of_one_stable_sort() {
         // (timestamp, tid): the tid says where in the file a sample was
@@ -1021,7 +891,6 @@ mod tests {
                 first.slot = NO_PAYLOAD;
             }
             sort(&mut t);
-            number(&mut t);
             t
         };
         let files: [&[&[(i64, i32)]]; 3] = [
@@ -1043,17 +912,13 @@ mod tests {
         for parts in files {
             let mut whole: Vec<(i64, i32)> = parts.concat();
             whole.sort_by_key(|x| x.0);
-            // copied on one thread and on two: the same
-            let got = join(parts.iter().map(|p| part(p)).collect(), usize::MAX).unwrap();
-            let two = join(parts.iter().map(|p| part(p)).collect(), 0).unwrap();
-            assert_eq!(got.samples, two.samples);
-            assert_eq!((&got.values, &got.payloads), (&two.values, &two.payloads));
-            let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
-            assert_eq!(seen, whole);
-            // read in order from the parts: the joined samples, numbers and payloads
             let merged =
                 TypedParts::new(parts.iter().map(|p| (part(p), Runs::Sorted)).collect()).unwrap();
             assert_eq!(merged.len(), whole.len());
+            let got = merged.join().unwrap();
+            let seen: Vec<(i64, i32)> = got.samples.iter().map(|s| (s.ts_ns, s.tid)).collect();
+            assert_eq!(seen, whole);
+            // read in order from the parts: the joined samples, numbers and payloads
             let read: Vec<(i64, i32, u64, &str)> = merged
                 .iter()
                 .map(|x| (x.sample.ts_ns, x.sample.tid, x.line, x.payload()))
