@@ -274,6 +274,26 @@ const TYPED: [(&str, &[&str]); 6] = [
 ];
 
 impl Trace {
+    /// No events yet, read from `path`.
+    fn empty(path: &str) -> Trace {
+        Trace {
+            path: path.to_string(),
+            events: Vec::new(),
+            locks: Vec::new(),
+            sites: Vec::new(),
+            ts_res_ns: 1,
+            other_events: 0,
+            slowpath_seen: None,
+            meta: Default::default(),
+            header: None,
+            skipped_lines: 0,
+            seen: [0; TRACKED.len()],
+            with_callchain: 0,
+            discards: Vec::new(),
+            survey: None,
+        }
+    }
+
     /// Observation rule: from the call chains if the capture has them, else from the meta
     /// file's `spin_slowpath=`, else `None` (the caller must choose).
     pub fn observation(&self) -> Option<Observation> {
@@ -386,26 +406,129 @@ pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
 /// the read is as fast.
 const SCRIPT_PIECE_BYTES: usize = 2 << 20;
 
+/// The survey's fold ([`Surveyor`]) on a thread of its own, following the events `fill` appends
+/// to `t.events` (reserved beforehand for all of them). On the 2 M-event recording the fold
+/// took ~9 ms of the one-pass read's ~54 ms loop, with the other CPU mostly idle (the
+/// prefault helper aside). Returns the fold over every event `fill` appended; with no thread
+/// to be had, the fold over them afterwards.
+fn follow_survey(
+    t: &mut Trace,
+    fill: impl FnOnce(&mut Trace, &Follow) -> Result<()>,
+) -> Result<Surveyor> {
+    let follow = Follow {
+        base: t.events.as_ptr() as usize,
+        from: t.events.len(),
+        cap: t.events.capacity(),
+        len: std::sync::atomic::AtomicUsize::new(t.events.len()),
+        done: std::sync::atomic::AtomicBool::new(false),
+        helper: std::sync::OnceLock::new(),
+    };
+    let from = follow.from;
+    std::thread::scope(|sc| {
+        let helper = std::thread::Builder::new()
+            .name("survey".into())
+            .spawn_scoped(sc, || follow.fold());
+        let Ok(helper) = helper else {
+            fill(t, &follow)?;
+            let mut s = Surveyor::default();
+            for e in &t.events[from..] {
+                s.add(e);
+            }
+            return Ok(s);
+        };
+        let _ = follow.helper.set(helper.thread().clone());
+        // the helper stops even when `fill` fails or unwinds
+        let stop = StopOnDrop(&follow, helper.thread().clone());
+        let filled = fill(t, &follow);
+        follow.at(&t.events);
+        drop(stop);
+        let s = helper
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        filled.map(|()| s)
+    })
+}
+
+/// [`follow_survey`]'s shared state: where the events' buffer is (it never moves while
+/// followed: [`Follow::push`] refuses to grow it), how many are written, whether the writer is
+/// done.
+struct Follow {
+    base: usize,
+    from: usize,
+    cap: usize,
+    len: std::sync::atomic::AtomicUsize,
+    done: std::sync::atomic::AtomicBool,
+    /// The helper, woken at each [`Follow::at`].
+    helper: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Follow {
+    /// Appends `e`, inside the capacity reserved (one event per sample: never more).
+    fn push(&self, events: &mut Vec<MmEvent>, e: MmEvent) -> Result<()> {
+        if events.len() == self.cap || events.as_ptr() as usize != self.base {
+            return Err(Error::Input(
+                "internal: more replayed events than samples read".to_string(),
+            ));
+        }
+        events.push(e);
+        Ok(())
+    }
+
+    /// The events written so far are `events` (the followed vector).
+    fn at(&self, events: &[MmEvent]) {
+        self.len
+            .store(events.len(), std::sync::atomic::Ordering::Release);
+        if let Some(h) = self.helper.get() {
+            h.unpark();
+        }
+    }
+
+    /// The fold over the events as they are published, to the last.
+    fn fold(&self) -> Surveyor {
+        use std::sync::atomic::Ordering::Acquire;
+        let mut s = Surveyor::default();
+        let mut at = self.from;
+        loop {
+            let done = self.done.load(Acquire);
+            let n = self.len.load(Acquire);
+            // SAFETY: `base` is the followed vector's buffer, which does not move or shrink
+            // while followed (`push` never grows it past the capacity it had, and nothing else
+            // touches it until `follow_survey` has joined this thread); its first `n` events
+            // were written before `n` was stored (Release, read here with Acquire), and the
+            // writer only writes past them.
+            let new = unsafe {
+                std::slice::from_raw_parts((self.base as *const MmEvent).add(at), n - at)
+            };
+            for e in new {
+                s.add(e);
+            }
+            at = n;
+            if done {
+                return s;
+            }
+            std::thread::park();
+        }
+    }
+}
+
+/// Marks [`Follow`] done (after its last length) and wakes its helper.
+struct StopOnDrop<'a>(&'a Follow, std::thread::Thread);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0
+            .done
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.1.unpark();
+    }
+}
+
 /// [`read_with`] of an opened capture; `pieces`: `perf script` text is read in pieces of
 /// about this many bytes ([`read_script`]), `None`: with its event reader, as every other
 /// format (the two agree; a test compares them).
 fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Result<Trace> {
-    let mut t = Trace {
-        path: path.to_string(),
-        events: Vec::new(),
-        locks: Vec::new(),
-        sites: Vec::new(),
-        ts_res_ns: 1,
-        other_events: 0,
-        slowpath_seen: None,
-        meta: read_meta(path),
-        header: None,
-        skipped_lines: 0,
-        seen: [0; TRACKED.len()],
-        with_callchain: 0,
-        discards: Vec::new(),
-        survey: None,
-    };
+    let mut t = Trace::empty(path);
+    t.meta = read_meta(path);
     let mut st = ReadState::default();
     if let (Format::PerfScript, Some(bytes)) = (opened.format, pieces) {
         t.skipped_lines = read_script(path, opened, bytes, &mut t, &mut st)?;
@@ -427,26 +550,32 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                 Prefault::follow(vec![prefault::spare(&t.events, all.len())], prefault::AHEAD);
             let tracked: Vec<Option<usize>> =
                 all.events.iter().map(|(_, n)| tracked_of(n)).collect();
-            for (i, x) in all.iter().enumerate() {
-                if i % 4096 == 0 {
-                    progress[0].at(&t.events);
+            st.survey = follow_survey(&mut t, |t, survey| {
+                for (i, x) in all.iter().enumerate() {
+                    if i % 4096 == 0 {
+                        progress[0].at(&t.events);
+                        survey.at(&t.events);
+                    }
+                    let s = x.sample;
+                    let (_, name) = &all.events[s.event as usize];
+                    let ev = Ev {
+                        tracked: tracked[s.event as usize],
+                        line: x.line,
+                        ts_ns: Some(s.ts_ns),
+                        ts_res_ns: 1,
+                        cpu: s.cpu(),
+                        tid: s.tid,
+                        name,
+                        payload: x.payload(),
+                        callchain: Frames::Owned(&[]),
+                    };
+                    let typed = all.typed[s.event as usize].then(|| x.values());
+                    if let Some(e) = event_of(path, &ev, typed, t, &mut st)? {
+                        survey.push(&mut t.events, e)?;
+                    }
                 }
-                let s = x.sample;
-                let (_, name) = &all.events[s.event as usize];
-                let ev = Ev {
-                    tracked: tracked[s.event as usize],
-                    line: x.line,
-                    ts_ns: Some(s.ts_ns),
-                    ts_res_ns: 1,
-                    cpu: s.cpu(),
-                    tid: s.tid,
-                    name,
-                    payload: x.payload(),
-                    callchain: Frames::Owned(&[]),
-                };
-                let typed = all.typed[s.event as usize].then(|| x.values());
-                add_event(path, &ev, typed, &mut t, &mut st)?;
-            }
+                Ok(())
+            })?;
             prefault.finish();
             prefault::trim(&t.events);
             // Unmapping the samples' ~100 MB (2 M-event recording) took 4-6 ms before the
@@ -589,6 +718,23 @@ fn add_event(
     t: &mut Trace,
     st: &mut ReadState,
 ) -> Result<()> {
+    if let Some(ev) = event_of(path, e, typed, t, st)? {
+        st.survey.add(&ev);
+        t.events.push(ev);
+    }
+    Ok(())
+}
+
+/// The replayed event `e` is, if it is one (else it is counted as another event); what
+/// [`add_event`] keeps.
+#[inline(always)]
+fn event_of(
+    path: &str,
+    e: &Ev,
+    typed: Option<&[i64]>,
+    t: &mut Trace,
+    st: &mut ReadState,
+) -> Result<Option<MmEvent>> {
     if t.slowpath_seen.is_none() {
         for f in e.callchain.iter() {
             if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
@@ -639,7 +785,7 @@ fn add_event(
             if pfn == 0 {
                 // failed allocation: no folio
                 t.other_events += 1;
-                return Ok(());
+                return Ok(None);
             }
             Kind::Alloc {
                 pfn,
@@ -715,7 +861,7 @@ fn add_event(
                 Kind::Discard { enter: true }
             } else {
                 t.other_events += 1;
-                return Ok(());
+                return Ok(None);
             }
         }
         Some(T_ENTER_MUNMAP) => {
@@ -727,13 +873,13 @@ fn add_event(
             // only the exits of calls whose enter was a discarding one
             if !st.discard_open.remove(&e.tid) {
                 t.other_events += 1;
-                return Ok(());
+                return Ok(None);
             }
             Kind::Discard { enter: false }
         }
         _ => {
             t.other_events += 1;
-            return Ok(());
+            return Ok(None);
         }
     };
     let (Some(ts), Some(cpu)) = (e.ts_ns, e.cpu) else {
@@ -750,9 +896,7 @@ fn add_event(
         tid: e.tid,
         kind,
     };
-    st.survey.add(&ev);
-    t.events.push(ev);
-    Ok(())
+    Ok(Some(ev))
 }
 
 /// The caller of the outermost `lru_add_drain*()` frame: `zap_page_range_single_batched`,
@@ -869,6 +1013,90 @@ fn read_meta(path: &str) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Events of every kind the survey tells apart, on a few CPUs and tasks, in time order.
+    fn made_up_events(n: usize) -> Vec<MmEvent> {
+        let mut rng = crate::stats::Rng::new(7);
+        let mut ts = 0i64;
+        (0..n)
+            .map(|_| {
+                let r = rng.next_u64();
+                ts += (r % 50) as i64;
+                let pfn = (r >> 8) % 64;
+                let kind = match (r >> 16) % 8 {
+                    0 | 1 => Kind::Insert { pfn, site: NO_SITE },
+                    2 => Kind::Free { pfn, order: 0 },
+                    3 => Kind::End {
+                        lock: ((r >> 24) % 3) as u32,
+                    },
+                    4 => Kind::Begin {
+                        lock: ((r >> 24) % 3) as u32,
+                        via: Via::Unknown,
+                    },
+                    5 => Kind::Discard {
+                        enter: (r >> 30) % 2 == 0,
+                    },
+                    6 => Kind::Lazyfree {
+                        enter: (r >> 30) % 2 == 0,
+                    },
+                    _ => Kind::Alloc { pfn, order: 2 },
+                };
+                MmEvent {
+                    ts,
+                    cpu: ((r >> 32) % 3) as u32,
+                    tid: ((r >> 40) % 4) as i32,
+                    kind,
+                }
+            })
+            .collect()
+    }
+
+    /// The survey folded on the helper, as the writer publishes at uneven steps (none, one
+    /// event, many; the last events never published before the end), is the fold over all the
+    /// events; a writer that fails stops the helper and its error is returned.
+    #[test]
+    fn the_followed_survey_is_the_fold_over_every_event() {
+        let events = made_up_events(50_000);
+        let want = Survey::of(&events);
+        for step in [1usize, 7, 4096, 49_999, 100_000] {
+            let mut t = Trace::empty("");
+            t.events.reserve(events.len());
+            let got = follow_survey(&mut t, |t, f| {
+                for (i, e) in events.iter().enumerate() {
+                    if i % step == 0 {
+                        f.at(&t.events);
+                    }
+                    f.push(&mut t.events, *e)?;
+                }
+                Ok(())
+            })
+            .expect("fills");
+            assert_eq!(t.events, events);
+            assert_eq!(got.finish(), want, "published every {step}");
+        }
+        let mut t = Trace::empty("");
+        t.events.reserve(10);
+        let failed = follow_survey(&mut t, |t, f| {
+            for e in &events[..5] {
+                f.push(&mut t.events, *e)?;
+            }
+            f.at(&t.events);
+            Err(Error::Input("stop".to_string()))
+        });
+        assert!(matches!(failed, Err(Error::Input(m)) if m == "stop"));
+        // pushing past the reserved capacity is refused: the helper's view cannot move
+        let mut t = Trace::empty("");
+        t.events.reserve_exact(3);
+        let cap = t.events.capacity();
+        let over = follow_survey(&mut t, |t, f| {
+            for e in events.iter().take(cap + 1) {
+                f.push(&mut t.events, *e)?;
+            }
+            Ok(())
+        });
+        assert!(over.is_err());
+        assert_eq!(t.events.len(), cap);
+    }
 
     /// Events the read had to put in time order were counted out of order: the trace keeps
     /// no survey, and the rebuild (which then surveys the sorted events) is the one of the
