@@ -670,21 +670,26 @@ pub fn fit(s: &Samples, post_quantile: f64) -> Calibration {
     // their *mean*: the path is right-skewed (a few waits of 3-600 µs, the holder's vCPU
     // descheduled or the waiter halted and kicked), so a median floor made every floor-bound
     // wait in the replay ~5-8% short and the total wait with it (MODELS.md §5a).
-    let (held, own): (Vec<_>, Vec<_>) = s
-        .wait_after_insert
-        .iter()
-        .partition(|(x, _)| x + split < post);
-    let mut held_up: Vec<f64> = held.iter().map(|(x, w)| x + w - post).collect();
-    let body: Vec<f64> = own
-        .iter()
-        .map(|p| p.1)
-        .filter(|&w| w <= stall_cut)
-        .collect();
-    let own_path_seen = own.len() * 2 >= s.wait_after_insert.len();
-    let wait_min = if own_path_seen {
-        mean(&body).unwrap_or(split)
-    } else {
-        split
+    // One pass (a bootstrap replicate fits ~4×10^4 of them: splitting them into two lists
+    // first, then each into another, was a sixth of its fit). The body's mean sums its waits
+    // in the same order as a mean of the list of them would.
+    let mut held_up: Vec<f64> = Vec::new();
+    let (mut own, mut body_n, mut body_sum) = (0usize, 0usize, -0.0f64);
+    for &(x, w) in &s.wait_after_insert {
+        if x + split < post {
+            held_up.push(x + w - post);
+        } else {
+            own += 1;
+            if w <= stall_cut {
+                body_n += 1;
+                body_sum += w;
+            }
+        }
+    }
+    let own_path_seen = own * 2 >= s.wait_after_insert.len();
+    let wait_min = match (own_path_seen, body_n) {
+        (true, 1..) => body_sum / body_n as f64,
+        _ => split,
     };
     // With (almost) none held up, the floor sets every such grant and the gap cannot be seen:
     // taking it from all waiters instead would count their own path twice.
