@@ -8,9 +8,9 @@
 //! every event again for them, on both CPUs: on a 2 M-event capture ~22 ms between the read
 //! and everything after it, where counting them in the read adds ~10 ms to it. A perf.data
 //! file read in one pass has them counted on a helper thread that follows the read a few
-//! thousand events behind (the read's loop ~54 -> ~48 ms there, whole runs ~10 ms shorter). A trace the
-//! read had to put in order, or one cut from another (a sampled window), has no survey from
-//! the read; [`Survey::of`] makes one by the same fold.
+//! thousand events behind (the read's loop ~54 -> ~48 ms there, whole runs ~10 ms shorter).
+//! A trace the read had to put in order, or one cut from another (a sampled window), has no
+//! survey from the read; [`Survey::of`] makes one by the same fold.
 
 use super::cpu_map::DENSE;
 use super::trace::{Kind, MmEvent};

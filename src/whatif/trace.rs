@@ -726,7 +726,8 @@ fn add_event(
 }
 
 /// The replayed event `e` is, if it is one (else it is counted as another event); what
-/// [`add_event`] keeps.
+/// [`add_event`] keeps. Inlined: returned from a call, the event went through memory and was
+/// read back wider than it was written, and the one-pass read's loop took 65-70 ms, not ~48.
 #[inline(always)]
 fn event_of(
     path: &str,
