@@ -485,12 +485,6 @@ mod tests {
     /// look at the counts) and the perf.data header or meta file given.
     fn trace(counts: [u64; TRACKED.len()], header_events: &[&str], cmd_record: &str) -> Trace {
         Trace {
-            path: "t".into(),
-            events: Vec::new(),
-            locks: Vec::new(),
-            sites: Vec::new(),
-            ts_res_ns: 1,
-            other_events: 0,
             slowpath_seen: Some(crate::whatif::trace::Observation::Paravirt),
             meta: [("cmd_record".to_string(), cmd_record.to_string())]
                 .into_iter()
@@ -500,11 +494,8 @@ mod tests {
                 events: header_events.iter().map(|e| e.to_string()).collect(),
                 ..Default::default()
             }),
-            skipped_lines: 0,
             seen: counts,
-            with_callchain: 0,
-            discards: Vec::new(),
-            survey: None,
+            ..Trace::empty("t")
         }
     }
 

@@ -275,7 +275,7 @@ const TYPED: [(&str, &[&str]); 6] = [
 
 impl Trace {
     /// No events yet, read from `path`.
-    fn empty(path: &str) -> Trace {
+    pub(crate) fn empty(path: &str) -> Trace {
         Trace {
             path: path.to_string(),
             events: Vec::new(),
@@ -438,7 +438,7 @@ fn follow_survey(
         };
         let _ = follow.helper.set(helper.thread().clone());
         // the helper stops even when `fill` fails or unwinds
-        let stop = StopOnDrop(&follow, helper.thread().clone());
+        let stop = StopOnDrop(&follow);
         let filled = fill(t, &follow);
         follow.at(&t.events);
         drop(stop);
@@ -512,14 +512,16 @@ impl Follow {
 }
 
 /// Marks [`Follow`] done (after its last length) and wakes its helper.
-struct StopOnDrop<'a>(&'a Follow, std::thread::Thread);
+struct StopOnDrop<'a>(&'a Follow);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0
             .done
             .store(true, std::sync::atomic::Ordering::Release);
-        self.1.unpark();
+        if let Some(h) = self.0.helper.get() {
+            h.unpark();
+        }
     }
 }
 

@@ -32,7 +32,8 @@ use super::abi::{
 pub struct TypedSample {
     /// `PERF_SAMPLE_TIME`, ns.
     pub ts_ns: i64,
-    /// 1-based rank among the file's samples in time order ([`TypedSample::line`]).
+    /// 1-based rank among the file's samples in time order ([`TypedSample::line`]), set by
+    /// [`TypedParts::join`]; 0 in a walked part, whose samples' ranks [`Sampled::line`] gives.
     line: u32,
     /// `PERF_SAMPLE_CPU`, [`NO_CPU`] when not recorded.
     cpu: u32,
@@ -53,7 +54,8 @@ const NO_CPU: u32 = u32::MAX;
 const NO_PID: i32 = i32::MIN;
 
 impl TypedSample {
-    /// 1-based rank among the file's samples in time order (`Event::line`).
+    /// 1-based rank among the file's samples in time order (`Event::line`), in a
+    /// [`TypedParts::join`]ed vector (0 before).
     pub fn line(&self) -> u64 {
         u64::from(self.line)
     }
@@ -222,7 +224,7 @@ fn link_by_cpu(v: &[TypedSample], max_cpus: usize) -> Option<Runs> {
 /// One sample of [`TypedParts::iter`].
 #[derive(Debug, Clone, Copy)]
 pub struct Sampled<'a> {
-    /// The sample (its [`TypedSample::line`] may be its part's: use [`Sampled::line`]).
+    /// The sample (its [`TypedSample::line`] is 0: its rank is [`Sampled::line`]).
     pub sample: &'a TypedSample,
     /// 1-based rank among the file's samples in time order (`Event::line`).
     pub line: u64,
