@@ -1,6 +1,6 @@
 //! Parquet pages of a list column's leaf (`samples`' call-chain columns: `list<u64>`,
-//! `list<str>`), the same pages polars' `array_to_pages` makes, without its generic level
-//! iterator.
+//! `list<str>`), without polars' generic level iterator, and with the strings as a
+//! dictionary.
 //!
 //! polars computes a nested page's repetition and definition levels with one iterator that
 //! walks any nesting (list, struct, fixed-size list, at any depth) through a ring buffer, three
@@ -10,20 +10,27 @@
 //! definition "present" or "null item"), or a single entry for an empty (or null) list. Those
 //! are computed here in one pass over the offsets.
 //!
-//! The rest of a page does not depend on the nesting: the plain-encoded leaf values and their
-//! statistics are those of the same leaf slice written as a flat optional column, which is what
-//! polars' `array_to_page_simple` makes (its buffer starts with the flat column's definition
-//! levels, which are cut off and replaced by the list's). Page boundaries follow polars' rule
-//! (rows per page from the leaf's estimated size and the 1 MiB default page size). Anything
-//! else (deeper nesting, other leaf types, a null list with items behind it) is left to polars.
-//! `tests::pages_are_polars_pages` compares every page with polars' own.
+//! A `u64` leaf's pages are the ones polars' `array_to_pages` makes: the plain-encoded values
+//! and their statistics are those of the same leaf slice written as a flat optional column
+//! (polars' `array_to_page_simple`; its buffer starts with the flat column's definition levels,
+//! which are cut off and replaced by the list's), and page boundaries follow polars' rule
+//! (rows per page from the leaf's estimated size and the 1 MiB default page size).
+//!
+//! A string leaf polars writes plain, every symbol and DSO of every frame compressed, copied
+//! and compared for the statistics one by one. Call chains repeat a few thousand strings over
+//! millions of frames, so here it gets a dictionary page and `RLE_DICTIONARY` data pages (the
+//! encoding polars gives a flat string column of few distinct values), unless more than half
+//! its values are distinct. Each data page carries the statistics polars would give the same
+//! rows written plain. Anything else (deeper nesting, other leaf types, a null list with items
+//! behind it) is left to polars. `tests::pages_are_polars_pages` compares every plain page with
+//! polars' own and reads every dictionary page back.
 
 use polars::prelude::ArrayRef;
-use polars_arrow::array::Array;
+use polars_arrow::array::{Array, Utf8ViewArray};
 use polars_arrow::compute::aggregate::estimated_bytes_size;
 use polars_arrow::datatypes::ArrowDataType;
 use polars_parquet::parquet::encoding::hybrid_rle::encode;
-use polars_parquet::parquet::page::{DataPage, DataPageHeader};
+use polars_parquet::parquet::page::{DataPage, DataPageHeader, DictPage};
 use polars_parquet::parquet::schema::types::PrimitiveType;
 use polars_parquet::parquet::CowBuffer;
 use polars_parquet::read::ParquetError;
@@ -31,6 +38,8 @@ use polars_parquet::write::{
     array_to_page_simple, slice_parquet_array, to_leaves, to_nested, to_parquet_leaves, Encoding,
     Nested, Page, ParquetType, Version, WriteOptions,
 };
+
+use std::collections::HashMap;
 
 type PolarsResult<T> = std::result::Result<T, polars::prelude::PolarsError>;
 
@@ -77,9 +86,14 @@ pub(super) fn columns(
         }
     }
     let nested = std::mem::take(nested);
-    let leaf = leaf.clone();
     let ty = ty.clone();
     let rows = nested[0].len();
+    if let Some(strings) = leaf.as_any().downcast_ref::<Utf8ViewArray>() {
+        if let Some(dict) = Dictionary::of(strings) {
+            return Some(Ok(vec![Box::new(dict.pages(nested, ty, options, rows))]));
+        }
+    }
+    let leaf = leaf.clone();
     let pages = page_ranges(rows, estimated_bytes_size(leaf.as_ref())).map(move |(at, len)| {
         let mut leaf = leaf.clone();
         let mut nested = nested.clone();
@@ -112,10 +126,9 @@ fn page(
     options: WriteOptions,
     rows: usize,
 ) -> PolarsResult<Page> {
-    let [Nested::LargeList(list), Nested::Primitive(item)] = nested else {
+    let [_, Nested::Primitive(item)] = nested else {
         return Err(out_of_spec("not a list of one level"));
     };
-    let item_optional = item.is_optional;
     let flat = match array_to_page_simple(leaf, ty, options, Encoding::Plain)? {
         Page::Data(p) => p,
         Page::Dict(_) => return Err(out_of_spec("a dictionary page for a plain column")),
@@ -126,7 +139,7 @@ fn page(
         ));
     };
     // the flat column's definition levels: a 4-byte length and the levels, when optional
-    let values = if item_optional {
+    let values = if item.is_optional {
         let b = flat.buffer();
         let n = b
             .get(..4)
@@ -137,10 +150,28 @@ fn page(
     } else {
         flat.buffer()
     };
+    let (mut buffer, num_values) = levels(nested, rows, values.len())?;
+    buffer.extend_from_slice(values);
+    header.num_values = num_values;
+    Ok(Page::Data(DataPage::new(
+        DataPageHeader::V1(header),
+        CowBuffer::Owned(buffer),
+        flat.descriptor.clone(),
+        rows,
+    )))
+}
 
-    // levels: one pass over the offsets
+/// The repetition and definition levels of the sliced one-level list `nested` (`rows` rows),
+/// each RLE-encoded after its 4-byte length as version 1 pages hold them, in a buffer with
+/// room for `extra` more bytes; and the page's level count (its `num_values`).
+fn levels(nested: &[Nested], rows: usize, extra: usize) -> PolarsResult<(Vec<u8>, i32)> {
+    let [Nested::LargeList(list), Nested::Primitive(item)] = nested else {
+        return Err(out_of_spec("not a list of one level"));
+    };
+    let item_optional = item.is_optional;
     let o = list.offsets.buffer();
     let first = o[0];
+    let items = (o[rows] - first) as usize;
     let (present, missing) = (
         u8::from(list.is_optional) + 1 + u8::from(item_optional),
         u8::from(list.is_optional) + 1,
@@ -156,8 +187,8 @@ fn page(
                     .map(|ok| if ok { present } else { missing })
                     .collect()
             });
-    let mut rep = Vec::with_capacity(leaf.len() + rows);
-    let mut def = Vec::with_capacity(leaf.len() + rows);
+    let mut rep = Vec::with_capacity(items + rows);
+    let mut def = Vec::with_capacity(items + rows);
     for i in 0..rows {
         let (a, b) = (o[i], o[i + 1]);
         if a == b {
@@ -174,24 +205,198 @@ fn page(
             Some(d) => def.extend_from_slice(&d[(a - first) as usize..(b - first) as usize]),
         }
     }
-    let bits = |max: u8| u8::BITS - max.leading_zeros();
-    let mut buffer = Vec::with_capacity(values.len() + rep.len() / 2 + 16);
+    let mut buffer = Vec::with_capacity(extra + rep.len() / 2 + 16);
     for (levels, max) in [(&rep, 1u8), (&def, present)] {
         let at = buffer.len();
         buffer.extend_from_slice(&[0; 4]);
-        encode::<u32, _, _>(&mut buffer, levels.iter().map(|&l| u32::from(l)), bits(max))?;
+        encode::<u32, _, _>(
+            &mut buffer,
+            levels.iter().map(|&l| u32::from(l)),
+            bit_width(max.into()),
+        )?;
         let len = (buffer.len() - at - 4) as u32;
         buffer[at..at + 4].copy_from_slice(&len.to_le_bytes());
     }
-    buffer.extend_from_slice(values);
-    header.num_values = i32::try_from(rep.len())
+    let num_values = i32::try_from(rep.len())
         .map_err(|_| out_of_spec("more than 2^31 level entries in one page"))?;
-    Ok(Page::Data(DataPage::new(
-        DataPageHeader::V1(header),
-        CowBuffer::Owned(buffer),
-        flat.descriptor.clone(),
-        rows,
-    )))
+    Ok((buffer, num_values))
+}
+
+/// Bits to hold every value up to `max` (0 for 0), as Parquet's RLE/bit-packed runs use.
+fn bit_width(max: u32) -> u32 {
+    u32::BITS - max.leading_zeros()
+}
+
+/// A string leaf's values as a Parquet dictionary: the call chains' symbols and DSOs repeat
+/// from sample to sample (a few thousand distinct strings in millions of frames), so each
+/// page holds bit-packed keys instead of every string. Written plain (as polars writes any
+/// nested string column), the strings were compressed, copied and compared for statistics
+/// one by one.
+struct Dictionary {
+    /// One key per leaf value (0 for a null item).
+    keys: Vec<u32>,
+    /// The distinct values, plain-encoded (a 4-byte length and the bytes, in key order): the
+    /// dictionary page's buffer.
+    plain: Vec<u8>,
+    /// Where each key's bytes start in `plain`, and their length.
+    spans: Vec<(u32, u32)>,
+    /// Each key's place among the values in byte order (a page's statistics are the values
+    /// of its lowest and highest place).
+    rank: Vec<u32>,
+    leaf: Utf8ViewArray,
+}
+
+impl Dictionary {
+    /// `leaf` as dictionary keys, or `None` when more than half its values (of more than 128)
+    /// are distinct: the rule polars applies to flat string columns, where a dictionary
+    /// does not pay.
+    fn of(leaf: &Utf8ViewArray) -> Option<Dictionary> {
+        let len = leaf.len();
+        let limit = if len > 128 { len / 2 } else { len };
+        let validity = leaf.validity().filter(|v| v.unset_bits() > 0);
+        let mut ids: HashMap<&[u8], u32, foldhash::fast::FixedState> =
+            HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0));
+        let mut keys = Vec::with_capacity(len);
+        let mut plain = Vec::new();
+        let mut spans = Vec::new();
+        for i in 0..len {
+            if validity.is_some_and(|v| !v.get_bit(i)) {
+                keys.push(0);
+                continue;
+            }
+            // SAFETY: i < len, the array's length
+            let s = unsafe { leaf.value_unchecked(i) }.as_bytes();
+            let next = ids.len() as u32;
+            let k = *ids.entry(s).or_insert_with(|| {
+                spans.push((plain.len() as u32 + 4, s.len() as u32));
+                plain.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                plain.extend_from_slice(s);
+                next
+            });
+            if ids.len() > limit {
+                return None;
+            }
+            keys.push(k);
+        }
+        // a leaf's strings are under 2 GiB (one arrow buffer's offsets are u32)
+        u32::try_from(plain.len()).ok()?;
+        let value = |k: u32| {
+            let (at, n) = spans[k as usize];
+            &plain[at as usize..(at + n) as usize]
+        };
+        let mut order: Vec<u32> = (0..spans.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| value(a).cmp(value(b)));
+        let mut rank = vec![0; order.len()];
+        for (r, &k) in order.iter().enumerate() {
+            rank[k as usize] = r as u32;
+        }
+        Some(Dictionary {
+            keys,
+            plain,
+            spans,
+            rank,
+            leaf: leaf.clone(),
+        })
+    }
+
+    fn value(&self, k: u32) -> &str {
+        let (at, n) = self.spans[k as usize];
+        let b = &self.plain[at as usize..(at + n) as usize];
+        // SAFETY: copied whole from a UTF-8 value of the leaf
+        unsafe { std::str::from_utf8_unchecked(b) }
+    }
+
+    /// The dictionary page, then one data page of keys per page range (cut as polars cuts a
+    /// dictionary column's pages: by the keys' size).
+    fn pages(
+        self,
+        nested: Vec<Nested>,
+        ty: PrimitiveType,
+        options: WriteOptions,
+        rows: usize,
+    ) -> impl Iterator<Item = PolarsResult<Page>> + Send {
+        let dict = Page::Dict(DictPage::new(
+            CowBuffer::Owned(self.plain.clone()),
+            self.spans.len(),
+            false,
+        ));
+        let ranges = page_ranges(rows, self.keys.len() * size_of::<u32>());
+        std::iter::once(Ok(dict)).chain(ranges.map(move |(at, len)| {
+            let mut leaf = self.leaf.clone();
+            let mut nested = nested.clone();
+            slice_parquet_array(&mut leaf, &mut nested, at, len);
+            self.page(&nested, ty.clone(), options, len)
+        }))
+    }
+
+    /// One data page of the sliced list `nested` (`rows` rows): its levels, then the bit width
+    /// and the RLE/bit-packed keys of its present items. Its statistics are those polars
+    /// gives the same values written plain (found from the lowest and highest value's place,
+    /// with the page's null items counted).
+    fn page(
+        &self,
+        nested: &[Nested],
+        ty: PrimitiveType,
+        options: WriteOptions,
+        rows: usize,
+    ) -> PolarsResult<Page> {
+        let [Nested::LargeList(list), Nested::Primitive(item)] = nested else {
+            return Err(out_of_spec("not a list of one level"));
+        };
+        let o = list.offsets.buffer();
+        let (a, b) = (o[0] as usize, o[rows] as usize);
+        let keys = &self.keys[a..b];
+        let present: Vec<u32> = match item.validity.as_ref().filter(|v| v.unset_bits() > 0) {
+            None => keys.to_vec(),
+            Some(v) => keys
+                .iter()
+                .zip(v.iter())
+                .filter_map(|(&k, ok)| ok.then_some(k))
+                .collect(),
+        };
+        let nulls = keys.len() - present.len();
+        let (mut lo, mut hi, mut max) = (None::<u32>, None::<u32>, 0u32);
+        for &k in &present {
+            let r = self.rank[k as usize];
+            if lo.is_none_or(|l| r < self.rank[l as usize]) {
+                lo = Some(k);
+            }
+            if hi.is_none_or(|h| r > self.rank[h as usize]) {
+                hi = Some(k);
+            }
+            max = max.max(k);
+        }
+        // polars' statistics of the page's values written plain: those of its two extremes,
+        // with the page's null count
+        let ends: Vec<&str> = lo.into_iter().chain(hi).map(|k| self.value(k)).collect();
+        let ends = Utf8ViewArray::from_slice_values(ends);
+        let flat = match array_to_page_simple(&ends, ty, options, Encoding::Plain)? {
+            Page::Data(p) => p,
+            Page::Dict(_) => return Err(out_of_spec("a dictionary page for a plain column")),
+        };
+        let DataPageHeader::V1(mut header) = flat.header().clone() else {
+            return Err(out_of_spec(
+                "a version 2 page where version 1 was asked for",
+            ));
+        };
+        if let Some(s) = header.statistics.as_mut() {
+            if s.null_count.is_some() {
+                s.null_count = Some(nulls as i64);
+            }
+        }
+        let (mut buffer, num_values) = levels(nested, rows, present.len() * 2 + 8)?;
+        let bits = bit_width(max);
+        buffer.push(bits as u8);
+        encode::<u32, _, _>(&mut buffer, present.into_iter(), bits)?;
+        header.num_values = num_values;
+        header.encoding = Encoding::RleDictionary.into();
+        Ok(Page::Data(DataPage::new(
+            DataPageHeader::V1(header),
+            CowBuffer::Owned(buffer),
+            flat.descriptor.clone(),
+            rows,
+        )))
+    }
 }
 
 fn out_of_spec(what: &str) -> polars::prelude::PolarsError {
@@ -214,24 +419,33 @@ mod tests {
         }
     }
 
-    /// Every page of every list column of `df`, ours and polars', printed (Debug shows the
-    /// header with its statistics, the row count and the buffer's bytes); returns the pages
-    /// compared.
-    fn same_pages(df: &DataFrame) -> usize {
+    /// Every page of every list column of `df`, ours and polars', compared; returns the pages
+    /// compared. A plain column's pages are polars' own (Debug shows the header with its
+    /// statistics, the row count and the buffer's bytes). A dictionary-encoded one (polars
+    /// writes nested strings plain) decodes to the leaf's values, each page's statistics are
+    /// those polars gives the same rows' values written plain, and its levels are the plain
+    /// page's. Returns the pages compared and how many columns were dictionary-encoded.
+    fn same_pages(df: &DataFrame) -> (usize, usize) {
         let arrow = df.schema().to_arrow(CompatLevel::newest());
         let parquet = to_parquet_schema(&arrow).unwrap();
-        let mut n = 0;
+        let (mut n, mut dicts) = (0, 0);
         for batch in df.iter_chunks(CompatLevel::newest(), false) {
             for (array, ty) in batch.columns().iter().zip(parquet.fields()) {
                 let Some(ours) = columns(array, ty, options()) else {
                     continue;
                 };
-                let ours: Vec<String> = ours
+                let ours: Vec<Page> = ours
                     .unwrap()
                     .into_iter()
                     .flatten()
-                    .map(|p| format!("{:?}", p.unwrap()))
+                    .map(Result::unwrap)
                     .collect();
+                if let Some(Page::Dict(_)) = ours.first() {
+                    n += same_dictionary_pages(array, ty, &ours);
+                    dicts += 1;
+                    continue;
+                }
+                let ours: Vec<String> = ours.iter().map(|p| format!("{p:?}")).collect();
                 let enc = polars_parquet::write::get_dtype_encoding(array.dtype());
                 let theirs: Vec<String> = array_to_columns(array, ty.clone(), options(), &enc)
                     .unwrap()
@@ -246,7 +460,81 @@ mod tests {
                 n += ours.len();
             }
         }
-        n
+        (n, dicts)
+    }
+
+    /// Reads the keys back from `pages` (a dictionary page, then data pages) of the list column
+    /// `array` and checks each data page against the plain page of the same rows.
+    fn same_dictionary_pages(array: &ArrayRef, ty: &ParquetType, pages: &[Page]) -> usize {
+        let mut nested = to_nested(array.as_ref(), ty).unwrap().remove(0);
+        let mut leaves = Vec::new();
+        to_leaves(array.as_ref(), &mut leaves);
+        let leaf_type = to_parquet_leaves(ty.clone()).remove(0);
+        let strings = leaves[0]
+            .as_any()
+            .downcast_ref::<Utf8ViewArray>()
+            .unwrap()
+            .clone();
+        // the dictionary: 4-byte lengths and bytes
+        let Page::Dict(d) = &pages[0] else { panic!() };
+        let mut dict: Vec<&[u8]> = Vec::new();
+        let mut b: &[u8] = &d.buffer;
+        while !b.is_empty() {
+            let n = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
+            dict.push(&b[4..4 + n]);
+            b = &b[4 + n..];
+        }
+        assert_eq!(dict.len(), d.num_values);
+        let rows = nested[0].len();
+        let mut at = 0;
+        for p in &pages[1..] {
+            let Page::Data(p) = p else {
+                panic!("a second dictionary page")
+            };
+            let DataPageHeader::V1(h) = p.header() else {
+                panic!()
+            };
+            assert_eq!(h.encoding, Encoding::RleDictionary.into());
+            let len = p.num_rows().unwrap();
+            // the plain page of the same rows: the same levels, and its statistics
+            let (mut leaf, mut sliced) = (strings.clone().boxed(), nested.clone());
+            slice_parquet_array(leaf.as_mut(), &mut sliced, at, len);
+            let Page::Data(plain) =
+                page(leaf.as_ref(), &sliced, leaf_type.clone(), options(), len).unwrap()
+            else {
+                panic!()
+            };
+            let DataPageHeader::V1(ph) = plain.header() else {
+                panic!()
+            };
+            assert_eq!(h.statistics, ph.statistics, "page at row {at}");
+            assert_eq!(h.num_values, ph.num_values);
+            let (levels, _) = levels(&sliced, len, 0).unwrap();
+            assert_eq!(&p.buffer()[..levels.len()], &levels[..]);
+            // the keys: a bit width, then RLE/bit-packed runs of the present items
+            let keys = &p.buffer()[levels.len()..];
+            let present: Vec<&[u8]> = leaf
+                .as_any()
+                .downcast_ref::<Utf8ViewArray>()
+                .unwrap()
+                .non_null_values_iter()
+                .map(str::as_bytes)
+                .collect();
+            let decoded: Vec<u32> =
+                polars_parquet::parquet::encoding::hybrid_rle::HybridRleDecoder::new(
+                    &keys[1..],
+                    u32::from(keys[0]),
+                    present.len(),
+                )
+                .collect()
+                .unwrap();
+            let values: Vec<&[u8]> = decoded.iter().map(|&k| dict[k as usize]).collect();
+            assert_eq!(values, present, "page at row {at}");
+            at += len;
+        }
+        assert_eq!(at, rows);
+        nested.clear();
+        pages.len()
     }
 
     /// Lists of every shape: empty, one item, long, null items, null lists, and enough rows for
@@ -261,6 +549,7 @@ mod tests {
         };
         let mut nums: Vec<Option<Series>> = Vec::new();
         let mut strs: Vec<Option<Series>> = Vec::new();
+        let mut syms: Vec<Option<Series>> = Vec::new();
         for _ in 0..rows {
             let kind = next() % 10;
             let len = match kind {
@@ -280,33 +569,56 @@ mod tests {
                 .iter()
                 .map(|v| v.map(|v| format!("sym_{:x}+0x{}", v % 5000, v % 97)))
                 .collect();
+            // few distinct values, short (inline in a view) and long: a dictionary
+            let y: Vec<Option<String>> = n
+                .iter()
+                .map(|v| {
+                    v.map(|v| match v % 7 {
+                        0 => format!("f{}", v % 3),
+                        _ => format!("a_kernel_function_{}", v % 300),
+                    })
+                })
+                .collect();
             let null_list = kind == 3 && next() % 2 == 0;
             nums.push((!null_list).then(|| Series::new("".into(), n)));
             strs.push((!null_list).then(|| Series::new("".into(), s)));
+            syms.push((!null_list).then(|| Series::new("".into(), y)));
         }
         let nums = Series::new("nums".into(), nums);
         let strs = Series::new("strs".into(), strs);
-        DataFrame::new(rows, vec![nums.into(), strs.into()]).unwrap()
+        let syms = Series::new("syms".into(), syms);
+        DataFrame::new(rows, vec![nums.into(), strs.into(), syms.into()]).unwrap()
     }
 
     #[test]
     fn pages_are_polars_pages() {
         // one page and many pages, with and without null lists
-        let mut total = 0;
+        let (mut total, mut dicts) = (0, 0);
         for (rows, seed) in [(1, 1), (7, 2), (500, 3), (60_000, 4), (120_000, 5)] {
             let df = lists(rows, seed);
             assert!(df.column("nums").unwrap().null_count() > 0 || rows < 100);
-            total += same_pages(&df);
+            let (n, d) = same_pages(&df);
+            total += n;
+            dicts += d;
         }
         assert!(total >= 10, "{total} pages");
+        // `syms` in every frame with items; `strs` (mostly distinct) stays plain but in the
+        // one-row frame
+        assert!(dicts >= 4, "{dicts} dictionary columns");
     }
 
     #[test]
     fn call_chain_pages_are_polars_pages() {
         let frames = super::super::row_groups::tests::sample_frames();
-        let n: usize = frames.iter().map(same_pages).sum();
-        // four list columns per frame
+        let (mut n, mut dicts) = (0, 0);
+        for df in &frames {
+            let (p, d) = same_pages(df);
+            n += p;
+            dicts += d;
+        }
+        // four list columns per frame, the symbols and DSOs as dictionaries
         assert!(n >= 4 * frames.len(), "{n} pages");
+        assert_eq!(dicts, 2 * frames.len());
     }
 
     #[test]

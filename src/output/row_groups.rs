@@ -266,6 +266,10 @@ pub(super) mod tests {
         }
     }
 
+    /// The `samples` frames encoded here and written by polars' writer: the same rows read
+    /// back, every column chunk byte for byte polars' but the call chains' symbols and DSOs,
+    /// which are dictionary-encoded here (polars writes nested strings plain; their pages are
+    /// checked in `list_pages`).
     #[test]
     fn encoded_row_groups_write_the_file_write_batch_writes() {
         let frames = sample_frames();
@@ -282,7 +286,34 @@ pub(super) mod tests {
         let rows: usize = frames.iter().map(DataFrame::height).sum();
         assert_eq!(wa.finish().unwrap(), rows as u64);
         assert_eq!(wb.finish().unwrap(), rows as u64);
-        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        let (fa, fb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        let meta = |path: &std::path::Path| {
+            polars_parquet::read::read_metadata(&mut std::fs::File::open(path).unwrap()).unwrap()
+        };
+        let (ma, mb) = (meta(&a), meta(&b));
+        assert_eq!(ma.row_groups.len(), frames.len());
+        assert_eq!(mb.row_groups.len(), frames.len());
+        let mut dicts = 0;
+        for (ga, gb) in ma.row_groups.iter().zip(&mb.row_groups) {
+            assert_eq!(ga.num_rows(), gb.num_rows());
+            for (ca, cb) in ga.parquet_columns().iter().zip(gb.parquet_columns()) {
+                let name = cb.descriptor().path_in_schema[0].as_str();
+                assert_eq!(ca.num_values(), cb.num_values(), "{name}");
+                if matches!(name, "stack_symbol" | "stack_dso") {
+                    assert!(ca.dictionary_page_offset().is_none(), "{name}");
+                    assert!(cb.dictionary_page_offset().is_some(), "{name}");
+                    dicts += 1;
+                    continue;
+                }
+                let (ra, rb) = (ca.byte_range(), cb.byte_range());
+                assert_eq!(
+                    fa[ra.start as usize..ra.end as usize],
+                    fb[rb.start as usize..rb.end as usize],
+                    "{name}"
+                );
+            }
+        }
+        assert_eq!(dicts, 2 * frames.len());
         // and it reads back as the frames
         let back = ParquetReader::new(std::fs::File::open(&b).unwrap())
             .finish()
@@ -292,6 +323,13 @@ pub(super) mod tests {
             all.vstack_mut(df).unwrap();
         }
         assert!(back.equals_missing(&all));
+        let stacks = back
+            .column("stack_symbol")
+            .unwrap()
+            .list()
+            .unwrap()
+            .get_inner();
+        assert!(stacks.len() > 10_000, "{} frames", stacks.len());
     }
 
     /// Every page of a frame, data and dictionary, compressed here and by polars' own
