@@ -17,6 +17,7 @@ use lockcast_parsers::payload::{self, CollapseEvent as C};
 use lockcast_parsers::{Diagnostic, LineError, Location};
 
 use super::schema::{event_common as ec, events as ev, fields as fl, samples as sa, typed as ty};
+use super::str_lists::SharedStrLists;
 use crate::error::{Error, Result};
 
 /// One column of a per-event table, filled one row at a time.
@@ -436,9 +437,9 @@ struct SamplesCols {
     event: Str,
     period: Vec<Option<u64>>,
     addr: ListPrimitiveChunkedBuilder<UInt64Type>,
-    symbol: ListStringChunkedBuilder,
+    symbol: SharedStrLists,
     offset: ListPrimitiveChunkedBuilder<UInt64Type>,
-    dso: ListStringChunkedBuilder,
+    dso: SharedStrLists,
     /// `system:name` of the row being pushed.
     scratch: String,
 }
@@ -457,9 +458,9 @@ impl SamplesCols {
             event: Str::new(sa::EVENT),
             period: Vec::new(),
             addr: list_u64(sa::STACK_ADDRESS),
-            symbol: ListStringChunkedBuilder::new(sa::STACK_SYMBOL.into(), 1024, 16 * 1024),
+            symbol: SharedStrLists::new(sa::STACK_SYMBOL),
             offset: list_u64(sa::STACK_OFFSET),
-            dso: ListStringChunkedBuilder::new(sa::STACK_DSO.into(), 1024, 16 * 1024),
+            dso: SharedStrLists::new(sa::STACK_DSO),
             scratch: String::new(),
         }
     }
@@ -485,17 +486,21 @@ impl SamplesCols {
         // the same four appends over either kind of frame list (slice iterators: the builders
         // want trusted lengths)
         macro_rules! frames {
-            ($cc:expr, $sym:expr, $dso:expr) => {{
+            ($cc:expr, |$f:ident| $sym:expr, $dso:expr) => {{
                 let cc = $cc;
                 self.addr.append_iter(cc.iter().map(|f| Some(f.addr)));
-                self.symbol.append_values_iter(cc.iter().map($sym));
+                for $f in cc.iter() {
+                    self.symbol.push(Some($sym));
+                    self.dso.push($dso);
+                }
+                self.symbol.end_row();
+                self.dso.end_row();
                 self.offset.append_iter(cc.iter().map(|f| f.offset));
-                self.dso.append_trusted_len_iter(cc.iter().map($dso));
             }};
         }
         match e.callchain {
-            Frames::Owned(cc) => frames!(cc, |f| f.symbol.as_str(), |f| f.dso.as_deref()),
-            Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, |f| f.dso),
+            Frames::Owned(cc) => frames!(cc, |f| f.symbol.as_str(), f.dso.as_deref()),
+            Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, f.dso),
         }
     }
 
@@ -512,9 +517,9 @@ impl SamplesCols {
             self.event.finish(),
             col(ev::PERIOD, self.period),
             self.addr.finish().into_series().into(),
-            self.symbol.finish().into_series().into(),
+            self.symbol.finish(),
             self.offset.finish().into_series().into(),
-            self.dso.finish().into_series().into(),
+            self.dso.finish(),
         ]
     }
 }

@@ -254,14 +254,24 @@ impl Dictionary {
         let len = leaf.len();
         let limit = if len > 128 { len / 2 } else { len };
         let validity = leaf.validity().filter(|v| v.unset_bits() > 0);
-        let mut ids: HashMap<&[u8], u32, foldhash::fast::FixedState> =
-            HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0));
+        let hasher = foldhash::fast::FixedState::with_seed(0);
+        // keyed by view first: equal views are equal strings, and the call-chain columns share
+        // one view per distinct string (`frames::str_lists`), so only a new string is hashed
+        // whole
+        let mut by_view: HashMap<u128, u32, _> = HashMap::with_hasher(hasher.clone());
+        let mut ids: HashMap<&[u8], u32, _> = HashMap::with_hasher(hasher.clone());
         let mut keys = Vec::with_capacity(len);
         let mut plain = Vec::new();
         let mut spans = Vec::new();
+        let views = leaf.views();
         for i in 0..len {
             if validity.is_some_and(|v| !v.get_bit(i)) {
                 keys.push(0);
+                continue;
+            }
+            let view = views[i].as_u128();
+            if let Some(&k) = by_view.get(&view) {
+                keys.push(k);
                 continue;
             }
             // SAFETY: i < len, the array's length
@@ -276,6 +286,7 @@ impl Dictionary {
             if ids.len() > limit {
                 return None;
             }
+            by_view.insert(view, k);
             keys.push(k);
         }
         // a leaf's strings are under 2 GiB (one arrow buffer's offsets are u32)
