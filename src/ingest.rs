@@ -170,9 +170,13 @@ pub fn run_prepared<T: Send>(
         let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>, u64)>(opts.threads);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (done_tx, done_rx) = mpsc::channel::<(usize, Result<PieceOut<T>>)>();
+        let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
         let reader = scope.spawn(move || -> std::io::Result<()> {
             let mut idx = 0;
             while credit_rx.recv().is_ok() {
+                while let Ok(b) = spare_rx.try_recv() {
+                    chunker.recycle(b);
+                }
                 let Some((piece, offset)) = chunker.next_piece()? else {
                     break;
                 };
@@ -186,6 +190,7 @@ pub fn run_prepared<T: Send>(
         for _ in 0..opts.threads {
             let work_rx = Arc::clone(&work_rx);
             let done_tx = done_tx.clone();
+            let spare_tx = spare_tx.clone();
             let header = header.as_ref();
             scope.spawn(move || loop {
                 let job = match work_rx.lock() {
@@ -196,13 +201,15 @@ pub fn run_prepared<T: Send>(
                     return;
                 };
                 let out = parse_piece(&piece, offset, opts, header);
-                drop(piece);
+                // the reader may have stopped; the buffer is then freed here
+                let _ = spare_tx.send(piece);
                 if done_tx.send((idx, out)).is_err() {
                     return;
                 }
             });
         }
         drop(done_tx);
+        drop(spare_tx);
         let mut next = 0usize;
         let mut waiting: BTreeMap<usize, PieceOut<T>> = BTreeMap::new();
         for (idx, out) in done_rx.iter() {
@@ -319,6 +326,8 @@ fn looks_html(piece: &[u8]) -> bool {
 pub struct Chunker<R> {
     inner: R,
     carry: Vec<u8>,
+    /// Buffers of parsed pieces, given back to hold the next ones ([`Chunker::recycle`]).
+    spare: Vec<Vec<u8>>,
     line_offset: u64,
     target: usize,
     starts: fn(&str) -> bool,
@@ -331,6 +340,7 @@ impl<R: BufRead> Chunker<R> {
         Chunker {
             inner,
             carry: Vec::new(),
+            spare: Vec::new(),
             line_offset: 0,
             target: target.max(1),
             starts,
@@ -358,9 +368,29 @@ impl<R: BufRead> Chunker<R> {
         Ok(())
     }
 
+    /// Give back a parsed piece's buffer: the next piece is read into it. A fresh 8 MiB
+    /// buffer per piece is first touched by the kernel's copy of the file: in a profile of a
+    /// tracepoint text's parse on this project's VMs that copy was 19% of the samples with
+    /// fresh buffers and 2.5% with given-back ones (wall time 3% less; that first touches
+    /// cost more than the copy is the likely reason, not measured apart).
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        // two are enough to overlap reading with the workers' parsing
+        if self.spare.len() < 2 && buf.capacity() >= self.target {
+            self.spare.push(buf);
+        }
+    }
+
     /// The next piece and the number of input lines before it; `None` at end of input.
     pub fn next_piece(&mut self) -> std::io::Result<Option<(Vec<u8>, u64)>> {
-        let mut buf = std::mem::take(&mut self.carry);
+        let mut buf = match self.spare.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.extend_from_slice(&self.carry);
+                self.carry.clear();
+                b
+            }
+            None => std::mem::take(&mut self.carry),
+        };
         self.fill(&mut buf, self.target)?;
         if buf.is_empty() {
             return Ok(None);
@@ -394,7 +424,9 @@ impl<R: BufRead> Chunker<R> {
             pos = ls;
         };
         if let Some(cut) = cut {
-            self.carry = buf.split_off(cut);
+            self.carry.clear();
+            self.carry.extend_from_slice(&buf[cut..]);
+            buf.truncate(cut);
         }
         let offset = self.line_offset;
         self.line_offset += count_lines(&buf);
@@ -432,5 +464,37 @@ mod tests {
                 ("a 3\n".to_string(), 5)
             ]
         );
+    }
+
+    /// Pieces read into given-back buffers are the pieces read into fresh ones: the carried
+    /// tail goes first, and a buffer too small for a piece is not kept.
+    #[test]
+    fn recycled_buffers_hold_the_same_pieces() {
+        let mut text = String::new();
+        for i in 0..3000 {
+            text.push_str(&format!("a {i}\n"));
+            for _ in 0..i % 7 {
+                text.push_str(" frame line\n");
+            }
+        }
+        let pieces = |recycle: bool| {
+            let mut c = Chunker::new(text.as_bytes(), 256, |l: &str| l.starts_with('a'));
+            let mut out = Vec::new();
+            while let Some((p, off)) = c.next_piece().unwrap() {
+                assert!(p.starts_with(b"a "), "{off}");
+                out.push((p.clone(), off));
+                if recycle {
+                    c.recycle(p);
+                    c.recycle(Vec::with_capacity(8));
+                }
+            }
+            assert!(c.spare.iter().all(|b| b.capacity() >= 256));
+            out
+        };
+        let fresh = pieces(false);
+        assert!(fresh.len() > 100, "{} pieces", fresh.len());
+        assert_eq!(pieces(true), fresh);
+        let whole: Vec<u8> = fresh.iter().flat_map(|(p, _)| p.iter().copied()).collect();
+        assert_eq!(whole, text.as_bytes());
     }
 }
