@@ -286,7 +286,12 @@ impl Dictionary {
             if ids.len() > limit {
                 return None;
             }
-            by_view.insert(view, k);
+            // a new string's view only: a leaf whose equal strings have their own views
+            // (polars' list builder, as `callgraph`'s paths are built) would otherwise grow
+            // this map by one entry per value
+            if k == next {
+                by_view.insert(view, k);
+            }
             keys.push(k);
         }
         // a leaf's strings are under 2 GiB (one arrow buffer's offsets are u32)
