@@ -6,7 +6,7 @@ pub mod contention;
 pub mod events;
 pub mod lock_stats;
 pub mod schema;
-mod str_lists;
+pub(crate) mod str_lists;
 pub mod table;
 
 use polars::prelude::*;

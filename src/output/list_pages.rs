@@ -26,7 +26,7 @@
 //! polars' own and reads every dictionary page back.
 
 use polars::prelude::ArrayRef;
-use polars_arrow::array::{Array, Utf8ViewArray};
+use polars_arrow::array::{Array, Utf8ViewArray, View};
 use polars_arrow::compute::aggregate::estimated_bytes_size;
 use polars_arrow::datatypes::ArrowDataType;
 use polars_parquet::parquet::encoding::hybrid_rle::encode;
@@ -257,9 +257,33 @@ impl Dictionary {
         let hasher = foldhash::fast::FixedState::with_seed(0);
         // keyed by view first: equal views are equal strings, and the call-chain columns share
         // one view per distinct string (`frames::str_lists`), so only a new string is hashed
-        // whole
+        // whole. A longer string's view is looked up by its place in the data buffers (a
+        // table of each place's length and key + 1), when the buffers are small enough to
+        // hold little more than the distinct strings; any other view by hashing it.
         let mut by_view: HashMap<u128, u32, _> = HashMap::with_hasher(hasher.clone());
         let mut ids: HashMap<&[u8], u32, _> = HashMap::with_hasher(hasher.clone());
+        let mut starts = Vec::new();
+        let mut total = 0usize;
+        for b in leaf.data_buffers().iter() {
+            starts.push(total);
+            total += b.len();
+        }
+        let mut by_place: Vec<(u32, u32)> = if total <= len {
+            vec![(0, 0); total]
+        } else {
+            Vec::new()
+        };
+        let places = by_place.len();
+        let place = |v: &View| {
+            (v.length > View::MAX_INLINE_SIZE && places > 0)
+                .then(|| {
+                    starts
+                        .get(v.buffer_idx as usize)
+                        .map(|s| s + v.offset as usize)
+                })
+                .flatten()
+                .filter(|&at| at < places)
+        };
         let mut keys = Vec::with_capacity(len);
         let mut plain = Vec::new();
         let mut spans = Vec::new();
@@ -269,10 +293,21 @@ impl Dictionary {
                 keys.push(0);
                 continue;
             }
-            let view = views[i].as_u128();
-            if let Some(&k) = by_view.get(&view) {
-                keys.push(k);
-                continue;
+            let at = place(&views[i]);
+            match at {
+                Some(at) => {
+                    let (n, k) = by_place[at];
+                    if k != 0 && n == views[i].length {
+                        keys.push(k - 1);
+                        continue;
+                    }
+                }
+                None => {
+                    if let Some(&k) = by_view.get(&views[i].as_u128()) {
+                        keys.push(k);
+                        continue;
+                    }
+                }
             }
             // SAFETY: i < len, the array's length
             let s = unsafe { leaf.value_unchecked(i) }.as_bytes();
@@ -290,7 +325,12 @@ impl Dictionary {
             // (polars' list builder, as `callgraph`'s paths are built) would otherwise grow
             // this map by one entry per value
             if k == next {
-                by_view.insert(view, k);
+                match at {
+                    Some(at) => by_place[at] = (views[i].length, k + 1),
+                    None => {
+                        by_view.insert(views[i].as_u128(), k);
+                    }
+                }
             }
             keys.push(k);
         }
@@ -621,6 +661,57 @@ mod tests {
         // `syms` in every frame with items; `strs` (mostly distinct) stays plain but in the
         // one-row frame
         assert!(dicts >= 4, "{dicts} dictionary columns");
+    }
+
+    /// Leaves whose views the dictionary looks up by place: one copy per distinct string
+    /// (as the call chains are built), and views that share a place with another length.
+    #[test]
+    fn views_looked_up_by_place_read_back() {
+        use crate::frames::str_lists::SharedStrLists;
+        let df = lists(60_000, 9);
+        let syms = df.column("syms").unwrap().list().unwrap().clone();
+        let mut shared = SharedStrLists::new("shared");
+        for row in syms.amortized_iter().flatten() {
+            let row = row.as_ref();
+            for s in row.str().unwrap().iter() {
+                shared.push(s);
+            }
+            shared.end_row();
+        }
+        let shared = shared.finish();
+        // views that start at the same place with different lengths, and an inline one
+        let long = "a_kernel_function_and_more";
+        // 30 rows of 5 (the buffer's 26 bytes must not outnumber the items for the table)
+        let views: Vec<View> = [20u32, 26, 20, 5, 26]
+            .iter()
+            .cycle()
+            .take(150)
+            .map(|&n| View::new_from_bytes(&long.as_bytes()[..n as usize], 0, 0))
+            .collect();
+        let leaf = unsafe {
+            Utf8ViewArray::new_unchecked(
+                polars_arrow::datatypes::ArrowDataType::Utf8View,
+                views.into(),
+                vec![long.as_bytes().to_vec().into()].into(),
+                None,
+                None,
+                long.len(),
+            )
+        };
+        let offsets = unsafe {
+            polars_arrow::offset::OffsetsBuffer::new_unchecked(
+                (0..=30).map(|r| 5 * r as i64).collect::<Vec<_>>().into(),
+            )
+        };
+        let dtype = LargeListArray::default_datatype(ArrowDataType::Utf8View);
+        let list = LargeListArray::new(dtype, offsets, leaf.boxed(), None);
+        let overlapping = ListChunked::with_chunk("overlapping".into(), list);
+        let frame = DataFrame::new(shared.len(), vec![shared]).unwrap();
+        let (_, dicts) = same_pages(&frame);
+        assert_eq!(dicts, 1);
+        let frame = DataFrame::new(30, vec![overlapping.into_series().into()]).unwrap();
+        let (_, dicts) = same_pages(&frame);
+        assert_eq!(dicts, 1);
     }
 
     #[test]
