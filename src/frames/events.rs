@@ -483,8 +483,8 @@ impl SamplesCols {
             None => self.event.append(e.name),
         }
         self.period.push(e.period);
-        // the same four appends over either kind of frame list (slice iterators: the builders
-        // want trusted lengths)
+        // the same four columns over either kind of frame list (slice iterators for the number
+        // builders: they want trusted lengths)
         macro_rules! frames {
             ($cc:expr, |$f:ident| $sym:expr, $dso:expr) => {{
                 let cc = $cc;

@@ -243,6 +243,8 @@ struct Dictionary {
     /// Each key's place among the values in byte order (a page's statistics are the values
     /// of its lowest and highest place).
     rank: Vec<u32>,
+    /// The leaf itself: polars' slicing of the nested levels for each page slices the leaf
+    /// along (the keys and statistics come from the fields above).
     leaf: Utf8ViewArray,
 }
 

@@ -271,7 +271,7 @@ pub(super) mod tests {
     /// which are dictionary-encoded here (polars writes nested strings plain; their pages are
     /// checked in `list_pages`).
     #[test]
-    fn encoded_row_groups_write_the_file_write_batch_writes() {
+    fn encoded_samples_are_write_batch_files_but_for_the_call_chain_dictionaries() {
         let frames = sample_frames();
         assert!(frames.len() > 2, "{} frames", frames.len());
         let dir = tempfile::tempdir().unwrap();
