@@ -352,7 +352,11 @@ impl<'a> PieceReader<'a> {
                 Some(Line::Bad(d)) => Class::Bad(d),
                 // in a sample, a line read before as a frame with a dso and no `:` is that
                 // frame again (`classify` gives it without looking for a header)
-                Some(Line::Text(s)) if in_sample && self.seen_on => self.frame_line(s, line_no),
+                // perf prints a frame after a tab; a header or a tracepoint's next line is not
+                // looked up (nor counted in the window)
+                Some(Line::Text(s)) if in_sample && self.seen_on && s.starts_with('\t') => {
+                    self.frame_line(s, line_no)
+                }
                 Some(Line::Text(s)) => classify(s, line_no, in_sample),
             };
             let done = match class {
