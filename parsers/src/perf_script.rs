@@ -280,6 +280,8 @@ pub struct PieceReader<'a> {
     /// `parse --table samples` took 1.60× as long with lookups throughout, 1.02× with them
     /// stopped (85 MB, 9 alternating runs each).
     window: (u32, u32),
+    /// False once a window had fewer hits than misses: the rest of the piece is parsed line
+    /// by line.
     seen_on: bool,
 }
 
@@ -351,9 +353,9 @@ impl<'a> PieceReader<'a> {
                 None => return Ok(self.st.end()),
                 Some(Line::Bad(d)) => Class::Bad(d),
                 // in a sample, a line read before as a frame with a dso and no `:` is that
-                // frame again (`classify` gives it without looking for a header)
-                // perf prints a frame after a tab; a header or a tracepoint's next line is not
-                // looked up (nor counted in the window)
+                // frame again (`classify` gives it without looking for a header). perf prints
+                // a frame after a tab, so only such lines are looked up: a header, or a
+                // tracepoint text's next event line, is neither hashed nor counted in the window
                 Some(Line::Text(s)) if in_sample && self.seen_on && s.starts_with('\t') => {
                     self.frame_line(s, line_no)
                 }
