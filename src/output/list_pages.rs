@@ -30,7 +30,7 @@ use polars_arrow::array::{Array, Utf8ViewArray, View};
 use polars_arrow::compute::aggregate::estimated_bytes_size;
 use polars_arrow::datatypes::ArrowDataType;
 use polars_parquet::parquet::encoding::hybrid_rle::encode;
-use polars_parquet::parquet::page::{DataPage, DataPageHeader, DictPage};
+use polars_parquet::parquet::page::{DataPage, DataPageHeader, DataPageHeaderV1, DictPage};
 use polars_parquet::parquet::schema::types::PrimitiveType;
 use polars_parquet::parquet::CowBuffer;
 use polars_parquet::read::ParquetError;
@@ -129,15 +129,7 @@ fn page(
     let [_, Nested::Primitive(item)] = nested else {
         return Err(out_of_spec("not a list of one level"));
     };
-    let flat = match array_to_page_simple(leaf, ty, options, Encoding::Plain)? {
-        Page::Data(p) => p,
-        Page::Dict(_) => return Err(out_of_spec("a dictionary page for a plain column")),
-    };
-    let DataPageHeader::V1(mut header) = flat.header().clone() else {
-        return Err(out_of_spec(
-            "a version 2 page where version 1 was asked for",
-        ));
-    };
+    let (flat, mut header) = flat_page(leaf, ty, options)?;
     // the flat column's definition levels: a 4-byte length and the levels, when optional
     let values = if item.is_optional {
         let b = flat.buffer();
@@ -159,6 +151,25 @@ fn page(
         flat.descriptor.clone(),
         rows,
     )))
+}
+
+/// polars' plain page of `leaf` written as a flat column, and its version 1 header (the
+/// header, statistics and descriptor a list page of the same values takes).
+fn flat_page(
+    leaf: &dyn Array,
+    ty: PrimitiveType,
+    options: WriteOptions,
+) -> PolarsResult<(DataPage, DataPageHeaderV1)> {
+    let flat = match array_to_page_simple(leaf, ty, options, Encoding::Plain)? {
+        Page::Data(p) => p,
+        Page::Dict(_) => return Err(out_of_spec("a dictionary page for a plain column")),
+    };
+    let DataPageHeader::V1(header) = flat.header().clone() else {
+        return Err(out_of_spec(
+            "a version 2 page where version 1 was asked for",
+        ));
+    };
+    Ok((flat, header))
 }
 
 /// The repetition and definition levels of the sliced one-level list `nested` (`rows` rows),
@@ -428,15 +439,7 @@ impl Dictionary {
         // with the page's null count
         let ends: Vec<&str> = lo.into_iter().chain(hi).map(|k| self.value(k)).collect();
         let ends = Utf8ViewArray::from_slice_values(ends);
-        let flat = match array_to_page_simple(&ends, ty, options, Encoding::Plain)? {
-            Page::Data(p) => p,
-            Page::Dict(_) => return Err(out_of_spec("a dictionary page for a plain column")),
-        };
-        let DataPageHeader::V1(mut header) = flat.header().clone() else {
-            return Err(out_of_spec(
-                "a version 2 page where version 1 was asked for",
-            ));
-        };
+        let (flat, mut header) = flat_page(&ends, ty, options)?;
         if let Some(s) = header.statistics.as_mut() {
             if s.null_count.is_some() {
                 s.null_count = Some(nulls as i64);

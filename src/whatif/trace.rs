@@ -423,18 +423,16 @@ fn follow_survey(
         done: std::sync::atomic::AtomicBool::new(false),
         helper: std::sync::OnceLock::new(),
     };
-    let from = follow.from;
     std::thread::scope(|sc| {
         let helper = std::thread::Builder::new()
             .name("survey".into())
             .spawn_scoped(sc, || follow.fold());
         let Ok(helper) = helper else {
+            // the same fold on this thread, once the events are all there
             fill(t, &follow)?;
-            let mut s = Surveyor::default();
-            for e in &t.events[from..] {
-                s.add(e);
-            }
-            return Ok(s);
+            follow.at(&t.events);
+            drop(StopOnDrop(&follow));
+            return Ok(follow.fold());
         };
         let _ = follow.helper.set(helper.thread().clone());
         // the helper stops even when `fill` fails or unwinds
@@ -478,6 +476,11 @@ impl Follow {
     fn at(&self, events: &[MmEvent]) {
         self.len
             .store(events.len(), std::sync::atomic::Ordering::Release);
+        self.wake();
+    }
+
+    /// Wakes the helper (when there is one) to read what was published.
+    fn wake(&self) {
         if let Some(h) = self.helper.get() {
             h.unpark();
         }
@@ -519,9 +522,7 @@ impl Drop for StopOnDrop<'_> {
         self.0
             .done
             .store(true, std::sync::atomic::Ordering::Release);
-        if let Some(h) = self.0.helper.get() {
-            h.unpark();
-        }
+        self.0.wake();
     }
 }
 
