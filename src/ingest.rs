@@ -5,7 +5,7 @@
 //!
 //! Memory is bounded by the pieces in flight ([`IN_FLIGHT_PER_THREAD`] per thread), not by the
 //! input: a multi-gigabyte trace written to Parquet holds a few pieces and their frames at a
-//! time. Line numbers in errors are file lines (each piece's reader starts at its offset).
+//! time. A plain file is not read but mapped, its pieces ranges of the mapping ([`mapped`]). Line numbers in errors are file lines (each piece's reader starts at its offset).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
@@ -20,6 +20,8 @@ use lockcast_parsers::{ftrace, perf_script, Diagnostic, Diagnostics};
 
 use crate::error::{Error, Result};
 use crate::frames::events::{EventCounts, EventTable, EventTables};
+
+mod mapped;
 
 /// Target size of one piece (also roughly one Parquet row group per table).
 pub const PIECE_BYTES: usize = 8 << 20;
@@ -69,7 +71,7 @@ struct PieceOut<T> {
 
 /// Read `input` and call `sink` with each piece's frames, in input order.
 pub fn run(
-    input: Box<dyn BufRead + Send>,
+    input: Input,
     opts: &Options,
     progress: Option<&ProgressBar>,
     sink: &mut dyn FnMut(Vec<(EventTable, DataFrame)>) -> Result<()>,
@@ -77,11 +79,76 @@ pub fn run(
     run_prepared(input, opts, progress, &|_, df| Ok(df), sink)
 }
 
+/// What [`run`] reads.
+pub struct Input {
+    /// The input as a stream (decompressed).
+    pub reader: Box<dyn BufRead + Send>,
+    /// The same input when it is a plain file (not compressed, not a pipe): then it is mapped
+    /// and read in place, and `reader` is not read ([`mapped`]).
+    pub plain: Option<std::fs::File>,
+}
+
+/// One piece's bytes.
+enum Piece {
+    /// Read from a stream into a buffer, given back to the reader once parsed.
+    Read(Vec<u8>),
+    /// A range of the mapped file.
+    Mapped(mapped::Span),
+}
+
+impl std::ops::Deref for Piece {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Piece::Read(b) => b,
+            Piece::Mapped(s) => s,
+        }
+    }
+}
+
+/// Where pieces come from: a stream or a mapped file.
+enum Pieces<R> {
+    Stream(Chunker<R>),
+    Mapped(mapped::MapCutter),
+}
+
+impl<R: BufRead> Pieces<R> {
+    fn next_piece(&mut self) -> std::io::Result<Option<(Piece, u64)>> {
+        Ok(match self {
+            Pieces::Stream(c) => c.next_piece()?.map(|(b, at)| (Piece::Read(b), at)),
+            Pieces::Mapped(m) => m.next_piece().map(|(s, at)| (Piece::Mapped(s), at)),
+        })
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if let Pieces::Stream(c) = self {
+            c.recycle(buf);
+        }
+    }
+
+    /// The whole input as one piece, `first` being the first piece cut from it.
+    fn whole(self, first: Piece) -> std::io::Result<Piece> {
+        match self {
+            Pieces::Stream(c) => {
+                let first = match first {
+                    Piece::Read(b) => b,
+                    Piece::Mapped(s) => s.to_vec(),
+                };
+                let whole = std::io::Cursor::new(first).chain(c.into_inner());
+                let mut all = Vec::new();
+                std::io::BufReader::new(whole).read_to_end(&mut all)?;
+                Ok(Piece::Read(all))
+            }
+            Pieces::Mapped(m) => Ok(Piece::Mapped(m.whole())),
+        }
+    }
+}
+
 /// [`run`], with each frame passed through `prepare` on the thread that built it (a parser
 /// thread when `opts.threads` > 1) before it goes to `sink`: work done there, such as encoding
 /// the frame for its file, runs in parallel instead of on the sink's thread.
 pub fn run_prepared<T: Send>(
-    input: Box<dyn BufRead + Send>,
+    input: Input,
     opts: &Options,
     progress: Option<&ProgressBar>,
     prepare: &(dyn Fn(EventTable, DataFrame) -> Result<T> + Sync),
@@ -104,7 +171,12 @@ pub fn run_prepared<T: Send>(
             )))
         }
     };
-    let mut chunker = Chunker::new(input, opts.piece_bytes, starts);
+    let mut chunker = match input.plain.as_ref().and_then(mapped::TextMap::open) {
+        Some(map) => Pieces::Mapped(mapped::MapCutter::new(map, opts.piece_bytes, starts)),
+        None => Pieces::Stream(Chunker::new(input.reader, opts.piece_bytes, starts)),
+    };
+    // a mapped file is not read through the progress bar's reader: its position is set here
+    let mapped = matches!(chunker, Pieces::Mapped(_));
     let io = |e| Error::io(&opts.source, e);
     let mut summary = Summary::default();
     let started = std::time::Instant::now();
@@ -117,6 +189,9 @@ pub fn run_prepared<T: Send>(
         }
         summary.bytes += out.bytes;
         if let Some(pb) = progress {
+            if mapped {
+                pb.set_position(summary.bytes);
+            }
             let secs = started.elapsed().as_secs_f64().max(1e-3);
             pb.set_message(format!(
                 "{}: {} events, {:.0} events/s",
@@ -136,12 +211,7 @@ pub fn run_prepared<T: Send>(
         return Ok(summary);
     };
     if info.starts_record.is_none() || (opts.format == Format::Ftrace && looks_html(&first)) {
-        let rest = chunker.into_inner();
-        let whole = std::io::Cursor::new(first).chain(rest);
-        let mut all = Vec::new();
-        std::io::BufReader::new(whole)
-            .read_to_end(&mut all)
-            .map_err(io)?;
+        let all = chunker.whole(first).map_err(io)?;
         let out = parse_piece(&all, 0, opts, None)?;
         return absorb(out, &mut summary).map(|()| summary);
     }
@@ -167,7 +237,7 @@ pub fn run_prepared<T: Send>(
         for _ in 0..in_flight {
             let _ = credit_tx.send(());
         }
-        let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>, u64)>(opts.threads);
+        let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece, u64)>(opts.threads);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (done_tx, done_rx) = mpsc::channel::<(usize, Result<PieceOut<T>>)>();
         let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
@@ -201,8 +271,11 @@ pub fn run_prepared<T: Send>(
                     return;
                 };
                 let out = parse_piece(&piece, offset, opts, header);
-                // the reader may have stopped; the buffer is then freed here
-                let _ = spare_tx.send(piece);
+                // the reader may have stopped; the buffer is then freed here (a mapped
+                // piece's pages are given back here)
+                if let Piece::Read(buf) = piece {
+                    let _ = spare_tx.send(buf);
+                }
                 if done_tx.send((idx, out)).is_err() {
                     return;
                 }
@@ -398,30 +471,14 @@ impl<R: BufRead> Chunker<R> {
         // Look for a record start from a little before the target, so most pieces end near it.
         let mut pos = self.target.saturating_sub(self.target / 8).min(buf.len());
         let cut = loop {
-            // the start of the next line after `pos`
-            let Some(nl) = memchr(b'\n', &buf[pos..]) else {
-                if self.eof {
-                    break None;
+            match scan_cut(&buf, &mut pos, self.eof, self.starts) {
+                Scan::Cut(c) => break Some(c),
+                Scan::NoCut => break None,
+                Scan::More => {
+                    let more = buf.len() + (1 << 20);
+                    self.fill(&mut buf, more)?;
                 }
-                let more = buf.len() + (1 << 20);
-                self.fill(&mut buf, more)?;
-                continue;
-            };
-            let ls = pos + nl + 1;
-            let Some(le) = memchr(b'\n', &buf[ls..]).map(|i| ls + i) else {
-                if self.eof {
-                    break None;
-                }
-                let more = buf.len() + (1 << 20);
-                self.fill(&mut buf, more)?;
-                continue;
-            };
-            let line = &buf[ls..le];
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if std::str::from_utf8(line).is_ok_and(self.starts) {
-                break Some(ls);
             }
-            pos = ls;
         };
         if let Some(cut) = cut {
             self.carry.clear();
@@ -431,6 +488,39 @@ impl<R: BufRead> Chunker<R> {
         let offset = self.line_offset;
         self.line_offset += count_lines(&buf);
         Ok(Some((buf, offset)))
+    }
+}
+
+/// What [`scan_cut`] found.
+enum Scan {
+    /// A record starts at this byte, the first line after the search began that starts one.
+    Cut(usize),
+    /// None does up to the end of the input.
+    NoCut,
+    /// None does in the bytes at hand, and more may follow.
+    More,
+}
+
+/// Look for the first line after `*pos` in `buf` that starts a record; `eof`: `buf` ends where
+/// the input does. On [`Scan::More`], `*pos` is where the search goes on once more bytes are
+/// in (the lines before it were looked at).
+fn scan_cut(buf: &[u8], pos: &mut usize, eof: bool, starts: fn(&str) -> bool) -> Scan {
+    let more = if eof { Scan::NoCut } else { Scan::More };
+    loop {
+        // the start of the next line after `pos`
+        let Some(nl) = memchr(b'\n', &buf[*pos..]) else {
+            return more;
+        };
+        let ls = *pos + nl + 1;
+        let Some(le) = memchr(b'\n', &buf[ls..]).map(|i| ls + i) else {
+            return more;
+        };
+        let line = &buf[ls..le];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if std::str::from_utf8(line).is_ok_and(starts) {
+            return Scan::Cut(ls);
+        }
+        *pos = ls;
     }
 }
 

@@ -138,8 +138,12 @@ pub fn read_prepared<T: Send>(
             Ok(())
         };
         let prepare_event = |t: EventTable, df: DataFrame| prepare(Table::Event(t), df);
+        let input = ingest::Input {
+            reader: opened.reader,
+            plain: opened.plain,
+        };
         let s = ingest::run_prepared(
-            opened.reader,
+            input,
             &io,
             opened.progress.as_ref(),
             &prepare_event,

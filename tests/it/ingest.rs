@@ -159,6 +159,53 @@ fn ingest_parallel_pieces_equal_one_sequential_pass() {
     assert!(groups > 50, "{groups} row groups");
 }
 
+/// A plain file is mapped and cut in place; its gzip copy is read as a stream. Both give the
+/// same rows (but for the `source` column, the path as given), in pieces and in one pass, for
+/// tracepoints and call-chain samples.
+#[test]
+fn ingest_a_plain_file_gives_the_tables_of_its_compressed_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = "fixtures/samples/micro-16K-cpu-clock-g/script.txt.gz";
+    for (gz, tables) in [
+        (REPLAY, "events,lru_insertion,page_alloc,contention_begin"),
+        (samples, "events,samples"),
+    ] {
+        let plain = dir.path().join("plain.txt");
+        std::fs::write(&plain, gunzip(gz)).unwrap();
+        let plain = plain.to_string_lossy().to_string();
+        let run = |input: &str, jobs: &str, out: &str| {
+            let o = lockcast(&[
+                "parse",
+                input,
+                "--table",
+                tables,
+                "--jobs",
+                jobs,
+                "--piece-bytes",
+                "65536",
+                "-o",
+                &dir.path().join(out).to_string_lossy(),
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+        };
+        run(gz, "2", "gz");
+        run(&plain, "2", "plain2");
+        run(&plain, "1", "plain1");
+        for t in tables.split(',') {
+            let pq = |d: &str| {
+                read_pq(&dir.path().join(d).join(format!("{t}.parquet")))
+                    .drop("source")
+                    .unwrap()
+            };
+            let a = pq("gz");
+            assert!(a.height() > 300, "{gz} {t}: {} rows", a.height());
+            for d in ["plain2", "plain1"] {
+                assert!(a.equals_missing(&pq(d)), "{gz} {t}: {d} differs");
+            }
+        }
+    }
+}
+
 #[test]
 fn ingest_strict_error_names_the_file_line_in_a_later_piece() {
     let mut text = gunzip(REPLAY);
