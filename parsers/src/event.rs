@@ -97,7 +97,8 @@ impl Frame {
 
 /// A [`Frame`] borrowed from the text it was printed in (same fields, no copies): what the
 /// piece readers of `perf script` text hand out, so a call chain costs no allocation per frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Equality is the frame's (its [`FrameKey`] is left out).
+#[derive(Debug, Clone, Copy)]
 pub struct FrameRef<'a> {
     /// Instruction address.
     pub addr: u64,
@@ -107,6 +108,49 @@ pub struct FrameRef<'a> {
     pub offset: Option<u64>,
     /// The DSO, without the parentheses.
     pub dso: Option<&'a str>,
+    /// The frame line this frame was read from, when the reader keeps track of them.
+    pub key: FrameKey,
+}
+
+impl PartialEq for FrameRef<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.addr, self.symbol, self.offset, self.dso) == (o.addr, o.symbol, o.offset, o.dso)
+    }
+}
+
+impl Eq for FrameRef<'_> {}
+
+/// Names a frame line that a `perf script` piece reader read more than once in one piece
+/// (call chains repeat the same lines): two frames with the same key, other than
+/// [`FrameKey::NONE`], are the same frame. Keys of different readers never meet (each reader
+/// takes its own number), so a table builder can keep what it made of a keyed frame (the
+/// string views of its symbol and DSO) instead of looking its strings up again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FrameKey(u64);
+
+impl FrameKey {
+    /// No key: compare the frame's strings.
+    pub const NONE: FrameKey = FrameKey(0);
+
+    /// Bits of a key that number the line within its reader.
+    const LINE_BITS: u32 = 24;
+
+    /// The key of the `line`-th distinct frame line (from 1) of reader `reader`; `NONE` once
+    /// either is past what a key holds (2^24 lines, 2^40 readers).
+    pub fn new(reader: u64, line: u32) -> FrameKey {
+        if line == 0 || line >= 1 << Self::LINE_BITS || reader >= 1 << (64 - Self::LINE_BITS) {
+            return FrameKey::NONE;
+        }
+        FrameKey(reader << Self::LINE_BITS | u64::from(line))
+    }
+
+    /// The reader's number and the line's index (from 0), unless `NONE`.
+    pub fn get(self) -> Option<(u64, usize)> {
+        (self != FrameKey::NONE).then(|| {
+            let line = self.0 & ((1 << Self::LINE_BITS) - 1);
+            (self.0 >> Self::LINE_BITS, line as usize - 1)
+        })
+    }
 }
 
 impl FrameRef<'_> {
@@ -129,6 +173,7 @@ impl Frame {
             symbol: &self.symbol,
             offset: self.offset,
             dso: self.dso.as_deref(),
+            key: FrameKey::NONE,
         }
     }
 }

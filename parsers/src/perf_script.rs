@@ -63,7 +63,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 
 use crate::error::{cut, Diagnostic, Diagnostics, Error, LineError, Location};
-use crate::event::{Event, EventRef, FrameRef, Frames, Source};
+use crate::event::{Event, EventRef, FrameKey, FrameRef, Frames, Source};
 use crate::lines::{Line, LineReader, SliceLines};
 
 /// Format name used in errors.
@@ -283,7 +283,12 @@ pub struct PieceReader<'a> {
     /// False once a window had fewer hits than misses: the rest of the piece is parsed line
     /// by line.
     seen_on: bool,
+    /// This reader's number in its frames' [`FrameKey`]s, and the lines keyed so far.
+    keys: (u64, u32),
 }
+
+/// The next [`PieceReader`]'s number (its frames' keys never meet another reader's).
+static NEXT_READER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Frame lines per window of [`PieceReader`]'s hit count.
 const SEEN_WINDOW: u32 = 8192;
@@ -298,6 +303,10 @@ impl<'a> PieceReader<'a> {
             seen: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
             window: (0, 0),
             seen_on: true,
+            keys: (
+                NEXT_READER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                0,
+            ),
         }
     }
 
@@ -321,9 +330,13 @@ impl<'a> PieceReader<'a> {
                 Class::Frame(*f)
             }
             None => {
-                let c = classify(s, line_no, true);
-                if let Class::Frame(f) = &c {
+                let mut c = classify(s, line_no, true);
+                if let Class::Frame(f) = &mut c {
                     if f.dso.is_some() && memchr::memchr(b':', s.as_bytes()).is_none() {
+                        // keyed from its first reading on, so a builder keeps what it made
+                        // of this one
+                        self.keys.1 += 1;
+                        f.key = FrameKey::new(self.keys.0, self.keys.1);
                         self.seen.insert(s, *f);
                     }
                 }
@@ -1020,6 +1033,7 @@ fn frame_ref(s: &str) -> Option<(FrameRef<'_>, bool)> {
             symbol,
             offset,
             dso,
+            key: FrameKey::NONE,
         },
         dso.is_some(),
     ))
@@ -2714,6 +2728,64 @@ mod tests {
         }
         assert_eq!(frames, 3000 * 5 + 4000 * 5 + 500 * 3);
         assert!(!p.seen_on);
+    }
+
+    /// A keyed frame is the frame first read on its line: one key, one frame, in one reader;
+    /// another reader over the same text takes other keys. Frames with no dso and JIT frames
+    /// (a `:`) are never keyed.
+    #[test]
+    fn perf_script_piece_reader_keys_name_one_frame() {
+        let mut text = String::new();
+        for i in 0..600u64 {
+            text.push_str(&format!(
+                "lrufault 31899  1000.{i:06}: 250000 cpu-clock: \n"
+            ));
+            for k in 0..(1 + i % 5) {
+                let a = (i * 3 + k) % 17;
+                text.push_str(&format!("\t{a:16x} fn_{a}+0x{k:x} ([kernel.kallsyms])\n"));
+            }
+            text.push_str("\t    7f00 Builtin: x (/tmp/perf-1.map)\n\t    7f10 [unknown]\n\n");
+        }
+        let opts = Options::default();
+        fn keys<'t>(text: &'t str, opts: &Options) -> HashMap<FrameKey, FrameRef<'t>> {
+            let mut by_key: HashMap<FrameKey, FrameRef<'t>> = HashMap::new();
+            let mut p = PieceReader::new(text.as_bytes(), opts);
+            let (mut keyed, mut all) = (0, 0);
+            while let Some(s) = p.next_sample().unwrap() {
+                for f in &s.frames {
+                    all += 1;
+                    if f.key == FrameKey::NONE {
+                        assert!(f.dso.is_none() || f.symbol.contains(':'), "{f:?}");
+                        continue;
+                    }
+                    keyed += 1;
+                    let first = *by_key.entry(f.key).or_insert(*f);
+                    assert_eq!(first, *f);
+                    assert_eq!(first.addr, f.addr);
+                }
+                p.recycle(s);
+            }
+            assert_eq!(all, 600 * 2 + (0..600u64).map(|i| 1 + i % 5).sum::<u64>());
+            assert_eq!(keyed, all - 1200);
+            by_key
+        }
+        let (a, b) = (keys(&text, &opts), keys(&text, &opts));
+        // each distinct line once (17 addresses x 5 offsets at most), and no key in both
+        assert!(a.len() > 17 && a.len() <= 85, "{}", a.len());
+        assert!(a.keys().all(|k| !b.contains_key(k)));
+        let readers: std::collections::HashSet<u64> = a
+            .keys()
+            .chain(b.keys())
+            .map(|k| k.get().unwrap().0)
+            .collect();
+        assert_eq!(readers.len(), 2);
+        // a key's parts, and what no key holds
+        let k = FrameKey::new(5, 3);
+        assert_eq!(k.get(), Some((5, 2)));
+        assert_eq!(FrameKey::new(5, 0), FrameKey::NONE);
+        assert_eq!(FrameKey::new(5, 1 << 24), FrameKey::NONE);
+        assert_eq!(FrameKey::new(1 << 40, 1), FrameKey::NONE);
+        assert_eq!(FrameKey::NONE.get(), None);
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! buffered ([`EventTables::rows`]), so a caller writing row groups holds one group at a time.
 
 use polars::prelude::*;
+use polars_arrow::array::View;
 
-use lockcast_parsers::event::{Event, EventRef, Frames};
+use lockcast_parsers::event::{Event, EventRef, FrameKey, Frames};
 use lockcast_parsers::payload::{self, CollapseEvent as C};
 use lockcast_parsers::{Diagnostic, LineError, Location};
 
@@ -442,6 +443,10 @@ struct SamplesCols {
     dso: SharedStrLists,
     /// `system:name` of the row being pushed.
     scratch: String,
+    /// The symbol and DSO views of keyed frames ([`FrameKey`]), by line index, for the
+    /// reader whose number is first: a repeated frame takes its views from here instead of
+    /// having its strings hashed and compared again.
+    keyed: (u64, Vec<Option<(View, View)>>),
 }
 
 impl SamplesCols {
@@ -462,6 +467,7 @@ impl SamplesCols {
             offset: list_u64(sa::STACK_OFFSET),
             dso: SharedStrLists::new(sa::STACK_DSO),
             scratch: String::new(),
+            keyed: (0, Vec::new()),
         }
     }
 
@@ -486,12 +492,11 @@ impl SamplesCols {
         // the same four columns over either kind of frame list (slice iterators for the number
         // builders: they want trusted lengths)
         macro_rules! frames {
-            ($cc:expr, |$f:ident| $sym:expr, $dso:expr) => {{
+            ($cc:expr, |$f:ident| $sym:expr, $dso:expr, $key:expr) => {{
                 let cc = $cc;
                 self.addr.append_iter(cc.iter().map(|f| Some(f.addr)));
                 for $f in cc.iter() {
-                    self.symbol.push(Some($sym));
-                    self.dso.push($dso);
+                    self.push_frame($key, $sym, $dso);
                 }
                 self.symbol.end_row();
                 self.dso.end_row();
@@ -499,8 +504,39 @@ impl SamplesCols {
             }};
         }
         match e.callchain {
-            Frames::Owned(cc) => frames!(cc, |f| f.symbol.as_str(), f.dso.as_deref()),
-            Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, f.dso),
+            Frames::Owned(cc) => {
+                frames!(cc, |f| f.symbol.as_str(), f.dso.as_deref(), FrameKey::NONE)
+            }
+            Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, f.dso, f.key),
+        }
+    }
+
+    /// A frame's symbol and DSO: a keyed frame seen before by its views.
+    #[inline]
+    fn push_frame(&mut self, key: FrameKey, symbol: &str, dso: Option<&str>) {
+        let Some((reader, i)) = key.get() else {
+            self.symbol.push(Some(symbol));
+            self.dso.push(dso);
+            return;
+        };
+        let (of, views) = &mut self.keyed;
+        if *of != reader {
+            *of = reader;
+            views.clear();
+        }
+        if let Some(Some((s, d))) = views.get(i) {
+            self.symbol.push_view(*s);
+            self.dso.push_view(*d);
+            return;
+        }
+        self.symbol.push(Some(symbol));
+        self.dso.push(dso);
+        // a null DSO has no view to give again (the parser keys only frames with one)
+        if dso.is_some() {
+            if views.len() <= i {
+                views.resize(i + 1, None);
+            }
+            views[i] = Some((self.symbol.last_view(), self.dso.last_view()));
         }
     }
 
@@ -755,5 +791,87 @@ impl EventTables {
         }
         self.reset();
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use lockcast_parsers::lines::ReaderOptions;
+    use lockcast_parsers::perf_script;
+
+    /// A `perf script` text of `n` cpu-clock samples whose frames repeat (long and short
+    /// symbols, `tag` in every long one), in an order that depends on `order`.
+    fn text(n: u64, tag: &str, order: u64) -> String {
+        let mut t = String::new();
+        for i in 0..n {
+            t.push_str(&format!(
+                "lrufault 31899  1000.{i:06}: 250000 cpu-clock: \n"
+            ));
+            for k in 0..1 + (i + order) % 6 {
+                let a = (k * 7 + i * order) % 11;
+                let sym = if a % 3 == 0 {
+                    format!("f{a}")
+                } else {
+                    format!("{tag}_function_{a}")
+                };
+                t.push_str(&format!(
+                    "\t{:16x} {sym}+0x{a:x} ([kernel.kallsyms])\n",
+                    0x1000 + a
+                ));
+            }
+            t.push('\n');
+        }
+        t
+    }
+
+    /// Samples read by two piece readers into one builder (their frames keyed, the second
+    /// reader's keys naming other frames under the same line indexes) are the samples read by
+    /// the streaming reader, whose frames carry no keys.
+    #[test]
+    fn keyed_frames_give_the_streaming_readers_samples() {
+        let texts = [text(400, "first", 3), text(400, "second", 5)];
+        let mut keyed = EventTables::new("t", &[EventTable::Samples], false);
+        let mut plain = EventTables::new("t", &[EventTable::Samples], false);
+        let mut hits = 0;
+        for t in &texts {
+            let o = ReaderOptions::default();
+            let mut rd = perf_script::PieceReader::new(t.as_bytes(), &o);
+            while let Some(s) = rd.next_sample().unwrap() {
+                let e = s.view();
+                if let Frames::Borrowed(f) = e.callchain {
+                    hits += f.iter().filter(|f| f.key != FrameKey::NONE).count();
+                }
+                keyed.push_ref(&e).unwrap();
+                rd.recycle(s);
+            }
+            let mut rd = perf_script::Reader::new(t.as_bytes(), &o);
+            while let Some(e) = rd.next_event().unwrap() {
+                plain.push(&e).unwrap();
+            }
+        }
+        assert!(hits > 2000, "{hits} keyed frames");
+        let (a, b) = (keyed.take().unwrap(), plain.take().unwrap());
+        let (a, b) = (&a[0].1, &b[0].1);
+        assert_eq!(a.height(), 800);
+        assert!(a.equals_missing(b));
+        // the second text's symbols are its own: a view kept from the first reader would
+        // have brought "first_" names into its rows
+        let inner = a
+            .column(sa::STACK_SYMBOL)
+            .unwrap()
+            .list()
+            .unwrap()
+            .get_inner();
+        let sym: Vec<&str> = inner
+            .str()
+            .unwrap()
+            .downcast_iter()
+            .flat_map(|a| a.values_iter())
+            .collect();
+        let first = sym.iter().filter(|s| s.starts_with("first_")).count();
+        let second = sym.iter().filter(|s| s.starts_with("second_")).count();
+        assert!(first > 500 && second > 500, "{first} {second}");
     }
 }

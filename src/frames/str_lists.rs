@@ -86,6 +86,22 @@ impl SharedStrLists {
         v
     }
 
+    /// Append a string again by the view [`SharedStrLists::last_view`] gave for it: `v` must
+    /// come from this builder (a view names a place in its buffers).
+    #[inline]
+    pub(crate) fn push_view(&mut self, v: View) {
+        self.views.push(v);
+        if let Some(b) = self.validity.as_mut() {
+            b.push(true);
+        }
+    }
+
+    /// The view of the last item pushed (the default view when none was, or it was null).
+    #[inline]
+    pub(crate) fn last_view(&self) -> View {
+        self.views.last().copied().unwrap_or_default()
+    }
+
     /// Close the row: its items are those pushed since the last call.
     #[inline]
     pub(crate) fn end_row(&mut self) {
