@@ -89,7 +89,7 @@ pub struct Input {
 }
 
 /// One piece's bytes.
-enum Piece {
+pub(crate) enum Piece {
     /// Read from a stream into a buffer, given back to the reader once parsed.
     Read(Vec<u8>),
     /// A range of the mapped file.
@@ -107,13 +107,25 @@ impl std::ops::Deref for Piece {
 }
 
 /// Where pieces come from: a stream or a mapped file.
-enum Pieces<R> {
+pub(crate) enum Pieces<R> {
     Stream(Chunker<R>),
     Mapped(mapped::MapCutter),
 }
 
+impl Pieces<Box<dyn BufRead + Send>> {
+    /// Pieces of about `target` bytes of `input`, each starting at a line where `starts`
+    /// (mapped in place when the input is a plain file).
+    pub(crate) fn of(input: Input, target: usize, starts: fn(&str) -> bool) -> Self {
+        match input.plain.as_ref().and_then(mapped::TextMap::open) {
+            Some(map) => Pieces::Mapped(mapped::MapCutter::new(map, target, starts)),
+            None => Pieces::Stream(Chunker::new(input.reader, target, starts)),
+        }
+    }
+}
+
 impl<R: BufRead> Pieces<R> {
-    fn next_piece(&mut self) -> std::io::Result<Option<(Piece, u64)>> {
+    /// The next piece and the number of input lines before it; `None` at end of input.
+    pub(crate) fn next_piece(&mut self) -> std::io::Result<Option<(Piece, u64)>> {
         Ok(match self {
             Pieces::Stream(c) => c.next_piece()?.map(|(b, at)| (Piece::Read(b), at)),
             Pieces::Mapped(m) => m.next_piece().map(|(s, at)| (Piece::Mapped(s), at)),
@@ -171,10 +183,7 @@ pub fn run_prepared<T: Send>(
             )))
         }
     };
-    let mut chunker = match input.plain.as_ref().and_then(mapped::TextMap::open) {
-        Some(map) => Pieces::Mapped(mapped::MapCutter::new(map, opts.piece_bytes, starts)),
-        None => Pieces::Stream(Chunker::new(input.reader, opts.piece_bytes, starts)),
-    };
+    let mut chunker = Pieces::of(input, opts.piece_bytes, starts);
     // a mapped file is not read through the progress bar's reader: its position is set here
     let mapped = matches!(chunker, Pieces::Mapped(_));
     let io = |e| Error::io(&opts.source, e);
