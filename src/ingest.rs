@@ -5,7 +5,8 @@
 //!
 //! Memory is bounded by the pieces in flight ([`IN_FLIGHT_PER_THREAD`] per thread), not by the
 //! input: a multi-gigabyte trace written to Parquet holds a few pieces and their frames at a
-//! time. A plain file is not read but mapped, its pieces ranges of the mapping ([`mapped`]). Line numbers in errors are file lines (each piece's reader starts at its offset).
+//! time. A plain file is not read but mapped, its pieces ranges of the mapping ([`mapped`]).
+//! Line numbers in errors are file lines (each piece's reader starts at its offset).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};

@@ -120,11 +120,12 @@ impl PartialEq for FrameRef<'_> {
 
 impl Eq for FrameRef<'_> {}
 
-/// Names a frame line that a `perf script` piece reader read more than once in one piece
-/// (call chains repeat the same lines): two frames with the same key, other than
-/// [`FrameKey::NONE`], are the same frame. Keys of different readers never meet (each reader
-/// takes its own number), so a table builder can keep what it made of a keyed frame (the
-/// string views of its symbol and DSO) instead of looking its strings up again.
+/// Names a frame line that a `perf script` piece reader keeps to look up when it comes again
+/// (call chains repeat the same lines; a tab-led frame with a DSO and no `:`): two frames with
+/// the same key, other than [`FrameKey::NONE`], are the same frame. Keys of different readers
+/// never meet (each reader takes its own number), so a table builder can keep what it made of
+/// a keyed frame (the string views of its symbol and DSO) instead of looking its strings up
+/// again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct FrameKey(u64);
 
