@@ -97,6 +97,16 @@ pub(crate) enum Piece {
     Mapped(mapped::Span),
 }
 
+impl Piece {
+    /// The bytes as a buffer (a mapped piece's copied).
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Piece::Read(b) => b,
+            Piece::Mapped(s) => s.to_vec(),
+        }
+    }
+}
+
 impl std::ops::Deref for Piece {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -143,11 +153,7 @@ impl<R: BufRead> Pieces<R> {
     fn whole(self, first: Piece) -> std::io::Result<Piece> {
         match self {
             Pieces::Stream(c) => {
-                let first = match first {
-                    Piece::Read(b) => b,
-                    Piece::Mapped(s) => s.to_vec(),
-                };
-                let whole = std::io::Cursor::new(first).chain(c.into_inner());
+                let whole = std::io::Cursor::new(first.into_vec()).chain(c.into_inner());
                 let mut all = Vec::new();
                 std::io::BufReader::new(whole).read_to_end(&mut all)?;
                 Ok(Piece::Read(all))
@@ -406,7 +412,7 @@ fn looks_html(piece: &[u8]) -> bool {
 }
 
 /// Cuts a stream into pieces that end just before a line where a record starts.
-pub struct Chunker<R> {
+pub(crate) struct Chunker<R> {
     inner: R,
     carry: Vec<u8>,
     /// Buffers of parsed pieces, given back to hold the next ones ([`Chunker::recycle`]).
@@ -419,7 +425,7 @@ pub struct Chunker<R> {
 
 impl<R: BufRead> Chunker<R> {
     /// Pieces of about `target` bytes; `starts(line)` says where a piece may begin.
-    pub fn new(inner: R, target: usize, starts: fn(&str) -> bool) -> Self {
+    fn new(inner: R, target: usize, starts: fn(&str) -> bool) -> Self {
         Chunker {
             inner,
             carry: Vec::new(),
@@ -451,12 +457,13 @@ impl<R: BufRead> Chunker<R> {
         Ok(())
     }
 
-    /// Give back a parsed piece's buffer: the next piece is read into it. A fresh 8 MiB
+    /// Give back a parsed piece's buffer: the next piece is read into it (a stream's; a plain
+    /// file is mapped instead, [`mapped`]). A fresh 8 MiB
     /// buffer per piece is first touched by the kernel's copy of the file: in a profile of a
     /// tracepoint text's parse on this project's VMs that copy was 19% of the samples with
     /// fresh buffers and 2.5% with given-back ones (wall time 3% less; that first touches
     /// cost more than the copy is the likely reason, not measured apart).
-    pub fn recycle(&mut self, buf: Vec<u8>) {
+    fn recycle(&mut self, buf: Vec<u8>) {
         // two are enough to overlap reading with the workers' parsing
         if self.spare.len() < 2 && buf.capacity() >= self.target {
             self.spare.push(buf);
@@ -464,7 +471,7 @@ impl<R: BufRead> Chunker<R> {
     }
 
     /// The next piece and the number of input lines before it; `None` at end of input.
-    pub fn next_piece(&mut self) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+    fn next_piece(&mut self) -> std::io::Result<Option<(Vec<u8>, u64)>> {
         let mut buf = match self.spare.pop() {
             Some(mut b) => {
                 b.clear();

@@ -283,8 +283,9 @@ pub struct PieceReader<'a> {
     /// False once a window had fewer hits than misses: the rest of the piece is parsed line
     /// by line.
     seen_on: bool,
-    /// This reader's number in its frames' [`FrameKey`]s, and the lines keyed so far.
-    keys: (u64, u32),
+    /// This reader's number in its frames' [`FrameKey`]s (a line's index is its place in
+    /// `seen`).
+    reader: u64,
 }
 
 /// The next [`PieceReader`]'s number (its frames' keys never meet another reader's).
@@ -303,10 +304,7 @@ impl<'a> PieceReader<'a> {
             seen: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
             window: (0, 0),
             seen_on: true,
-            keys: (
-                NEXT_READER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-                0,
-            ),
+            reader: NEXT_READER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -335,8 +333,8 @@ impl<'a> PieceReader<'a> {
                     if f.dso.is_some() && memchr::memchr(b':', s.as_bytes()).is_none() {
                         // keyed from its first reading on, so a builder keeps what it made
                         // of this one
-                        self.keys.1 += 1;
-                        f.key = FrameKey::new(self.keys.0, self.keys.1);
+                        let line = u32::try_from(self.seen.len() + 1).unwrap_or(0);
+                        f.key = FrameKey::new(self.reader, line);
                         self.seen.insert(s, *f);
                     }
                 }

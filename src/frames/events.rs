@@ -11,7 +11,6 @@
 //! buffered ([`EventTables::rows`]), so a caller writing row groups holds one group at a time.
 
 use polars::prelude::*;
-use polars_arrow::array::View;
 
 use lockcast_parsers::event::{Event, EventRef, FrameKey, Frames};
 use lockcast_parsers::payload::{self, CollapseEvent as C};
@@ -443,10 +442,6 @@ struct SamplesCols {
     dso: SharedStrLists,
     /// `system:name` of the row being pushed.
     scratch: String,
-    /// The symbol and DSO views of keyed frames ([`FrameKey`]), by line index, for the
-    /// reader whose number is first: a repeated frame takes its views from here instead of
-    /// having its strings hashed and compared again.
-    keyed: (u64, Vec<Option<(View, View)>>),
 }
 
 impl SamplesCols {
@@ -467,7 +462,6 @@ impl SamplesCols {
             offset: list_u64(sa::STACK_OFFSET),
             dso: SharedStrLists::new(sa::STACK_DSO),
             scratch: String::new(),
-            keyed: (0, Vec::new()),
         }
     }
 
@@ -496,7 +490,8 @@ impl SamplesCols {
                 let cc = $cc;
                 self.addr.append_iter(cc.iter().map(|f| Some(f.addr)));
                 for $f in cc.iter() {
-                    self.push_frame($key, $sym, $dso);
+                    self.symbol.push_keyed($key, Some($sym));
+                    self.dso.push_keyed($key, $dso);
                 }
                 self.symbol.end_row();
                 self.dso.end_row();
@@ -508,35 +503,6 @@ impl SamplesCols {
                 frames!(cc, |f| f.symbol.as_str(), f.dso.as_deref(), FrameKey::NONE)
             }
             Frames::Borrowed(cc) => frames!(cc, |f| f.symbol, f.dso, f.key),
-        }
-    }
-
-    /// A frame's symbol and DSO: a keyed frame seen before by its views.
-    #[inline]
-    fn push_frame(&mut self, key: FrameKey, symbol: &str, dso: Option<&str>) {
-        let Some((reader, i)) = key.get() else {
-            self.symbol.push(Some(symbol));
-            self.dso.push(dso);
-            return;
-        };
-        let (of, views) = &mut self.keyed;
-        if *of != reader {
-            *of = reader;
-            views.clear();
-        }
-        if let Some(Some((s, d))) = views.get(i) {
-            self.symbol.push_view(*s);
-            self.dso.push_view(*d);
-            return;
-        }
-        self.symbol.push(Some(symbol));
-        self.dso.push(dso);
-        // a null DSO has no view to give again (the parser keys only frames with one)
-        if dso.is_some() {
-            if views.len() <= i {
-                views.resize(i + 1, None);
-            }
-            views[i] = Some((self.symbol.last_view(), self.dso.last_view()));
         }
     }
 

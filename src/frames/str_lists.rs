@@ -8,6 +8,7 @@
 //! dictionary relies on to key values by view (`output::list_pages`), and the column's buffer
 //! holds only its distinct strings.
 
+use lockcast_parsers::event::FrameKey;
 use polars::prelude::*;
 use polars_arrow::array::{ListArray, Utf8ViewArray, View};
 use polars_arrow::bitmap::MutableBitmap;
@@ -30,6 +31,9 @@ pub(crate) struct SharedStrLists {
     buffer: Vec<u8>,
     /// The view of every longer string copied so far.
     seen: HashMap<Box<[u8]>, View, foldhash::fast::FixedState>,
+    /// The views of keyed frames' strings ([`SharedStrLists::push_keyed`]), by the key's line
+    /// index, for the reader whose number is first.
+    keyed: (u64, Vec<Option<View>>),
 }
 
 impl SharedStrLists {
@@ -42,6 +46,7 @@ impl SharedStrLists {
             done: Vec::new(),
             buffer: Vec::new(),
             seen: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            keyed: (0, Vec::new()),
         }
     }
 
@@ -86,20 +91,30 @@ impl SharedStrLists {
         v
     }
 
-    /// Append a string again by the view [`SharedStrLists::last_view`] gave for it: `v` must
-    /// come from this builder (a view names a place in its buffers).
+    /// [`SharedStrLists::push`] of a call-chain frame's string: a frame keyed by its reader
+    /// ([`FrameKey`]: the same key, the same frame) takes the view its first occurrence got,
+    /// without the string being hashed and compared again.
     #[inline]
-    pub(crate) fn push_view(&mut self, v: View) {
-        self.views.push(v);
-        if let Some(b) = self.validity.as_mut() {
-            b.push(true);
+    pub(crate) fn push_keyed(&mut self, key: FrameKey, s: Option<&str>) {
+        let (Some((reader, i)), Some(s)) = (key.get(), s) else {
+            return self.push(s);
+        };
+        if self.keyed.0 != reader {
+            self.keyed = (reader, Vec::new());
         }
-    }
-
-    /// The view of the last item pushed (the default view when none was, or it was null).
-    #[inline]
-    pub(crate) fn last_view(&self) -> View {
-        self.views.last().copied().unwrap_or_default()
+        if let Some(&Some(v)) = self.keyed.1.get(i) {
+            self.views.push(v);
+            if let Some(b) = self.validity.as_mut() {
+                b.push(true);
+            }
+            return;
+        }
+        self.push(Some(s));
+        let views = &mut self.keyed.1;
+        if views.len() <= i {
+            views.resize(i + 1, None);
+        }
+        views[i] = self.views.last().copied();
     }
 
     /// Close the row: its items are those pushed since the last call.

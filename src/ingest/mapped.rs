@@ -42,11 +42,9 @@ impl TextMap {
         self.0.len()
     }
 
-    /// Unmap the pages of bytes `r`, widened to whole [`ALIGN`] units: a neighbouring piece
-    /// still being parsed may lose some of its pages too, and faults them in again.
+    /// Unmap the pages of bytes `r` ([`widened`]).
     fn release(&self, r: Range<usize>) {
-        let a = r.start / ALIGN * ALIGN;
-        let b = r.end.div_ceil(ALIGN).saturating_mul(ALIGN).min(self.len());
+        let Range { start: a, end: b } = widened(r, self.len());
         if a < b {
             // SAFETY: a shared read-only mapping of a file: after MADV_DONTNEED the next read of
             // a page maps the same page-cache page again, so every reference into the mapping
@@ -57,6 +55,14 @@ impl TextMap {
             };
         }
     }
+}
+
+/// Bytes `r` of a mapping of `len` bytes widened to whole [`ALIGN`] units (the end cut at
+/// `len`): the pages a released piece gives back. A neighbouring piece still being parsed may
+/// lose some of its pages too, and faults them in again; narrowed instead, the pages at each
+/// cut would stay resident, and memory would grow with the file.
+fn widened(r: Range<usize>, len: usize) -> Range<usize> {
+    r.start / ALIGN * ALIGN..r.end.div_ceil(ALIGN).saturating_mul(ALIGN).min(len)
 }
 
 /// Bytes `range` of a mapped file; their pages are given back when it is dropped.
@@ -209,6 +215,25 @@ mod tests {
         assert_eq!(&second[..], &held[..]);
         drop(second);
         assert_eq!(&m.whole()[..], &t[..]);
+    }
+
+    /// The released range covers the piece's every page, starts on a unit and ends on one or
+    /// at the end of the mapping.
+    #[test]
+    fn released_ranges_are_whole_units_over_the_piece() {
+        let len = 10 * ALIGN + 123;
+        for (r, want) in [
+            (0..1, 0..ALIGN),
+            (0..ALIGN, 0..ALIGN),
+            (ALIGN + 5..2 * ALIGN + 1, ALIGN..3 * ALIGN),
+            (3 * ALIGN..5 * ALIGN, 3 * ALIGN..5 * ALIGN),
+            (9 * ALIGN + 7..len, 9 * ALIGN..len),
+            (len..len, 10 * ALIGN..len),
+        ] {
+            let w = widened(r.clone(), len);
+            assert_eq!(w, want, "{r:?}");
+            assert!(w.start <= r.start && w.end >= r.end && w.start % ALIGN == 0);
+        }
     }
 
     #[test]
