@@ -114,3 +114,19 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A truncated mapped input ends the process from its signal handler, with the exit code
+    /// the parsers crate names: it must be the one of I/O errors that `--help` documents.
+    #[test]
+    fn a_truncated_input_exits_as_an_io_error() {
+        let io = Error::io("x", std::io::Error::other("x"));
+        assert_eq!(
+            i32::from(io.exit_code()),
+            lockcast_parsers::truncation::EXIT_CODE
+        );
+    }
+}

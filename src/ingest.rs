@@ -125,9 +125,13 @@ pub(crate) enum Pieces<R> {
 
 impl Pieces<Box<dyn BufRead + Send>> {
     /// Pieces of about `target` bytes of `input`, each starting at a line where `starts`
-    /// (mapped in place when the input is a plain file).
-    pub(crate) fn of(input: Input, target: usize, starts: fn(&str) -> bool) -> Self {
-        match input.plain.as_ref().and_then(mapped::TextMap::open) {
+    /// (mapped in place when the input is a plain file; `name` is the file in messages).
+    pub(crate) fn of(input: Input, name: &str, target: usize, starts: fn(&str) -> bool) -> Self {
+        match input
+            .plain
+            .as_ref()
+            .and_then(|f| mapped::TextMap::open(f, name))
+        {
             Some(map) => Pieces::Mapped(mapped::MapCutter::new(map, target, starts)),
             None => Pieces::Stream(Chunker::new(input.reader, target, starts)),
         }
@@ -190,7 +194,7 @@ pub fn run_prepared<T: Send>(
             )))
         }
     };
-    let mut chunker = Pieces::of(input, opts.piece_bytes, starts);
+    let mut chunker = Pieces::of(input, &opts.source, opts.piece_bytes, starts);
     // a mapped file is not read through the progress bar's reader: its position is set here
     let mapped = matches!(chunker, Pieces::Mapped(_));
     let io = |e| Error::io(&opts.source, e);

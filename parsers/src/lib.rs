@@ -33,6 +33,7 @@ pub mod perf_report;
 pub mod perf_script;
 pub mod prefault;
 pub mod time;
+pub mod truncation;
 
 #[cfg(test)]
 mod test_strings;

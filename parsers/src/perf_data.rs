@@ -242,8 +242,8 @@ struct Ctx {
 /// Where the file's bytes come from.
 enum Input<'a> {
     Stream(Box<dyn BufRead + Send + 'a>),
-    /// A plain file: mapped ([`bytes::Bytes::map`]), else read.
-    File(std::fs::File),
+    /// A plain file and its name: mapped ([`bytes::Bytes::map`]), else read.
+    File(std::fs::File, String),
 }
 
 /// All of `input`.
@@ -305,8 +305,10 @@ impl<'a> Reader<'a> {
 
     /// [`Reader::with_options`] on a plain (uncompressed) perf.data file, mapped rather than
     /// read into memory when the system allows (the same records, without a copy of the file).
-    pub fn from_file(file: std::fs::File, opts: Options) -> Self {
-        Self::from_input(Input::File(file), opts)
+    /// `name`: the file as the user named it, for the message if another process shortens it
+    /// while it is mapped ([`crate::truncation`]).
+    pub fn from_file(file: std::fs::File, name: &str, opts: Options) -> Self {
+        Self::from_input(Input::File(file, name.to_string()), opts)
     }
 
     fn from_input(input: Input<'a>, opts: Options) -> Self {
@@ -575,7 +577,7 @@ impl<'a> Reader<'a> {
 
     fn open(&mut self, input: Input<'a>) -> Result<State, Error> {
         let mut buf = match input {
-            Input::File(f) => match bytes::Bytes::map(&f) {
+            Input::File(f, name) => match bytes::Bytes::map(&f, Some(&name)) {
                 Some(b) => b,
                 None => {
                     // from the start, whatever the caller read of it

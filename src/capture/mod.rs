@@ -139,7 +139,7 @@ impl Opened {
                         if let Some(pb) = &self.progress {
                             pb.finish_and_clear();
                         }
-                        perf_data::Reader::from_file(file, o)
+                        perf_data::Reader::from_file(file, &path, o)
                     }
                     None => perf_data::Reader::with_options(self.reader, o),
                 };

@@ -18,7 +18,8 @@ Exit codes:
   1  internal error
   2  usage error (bad options)
   3  bad input: unknown format, malformed line (file:line:col is printed), missing table
-  4  I/O error: a file could not be read or written, a gzip/zstd stream damaged or cut short
+  4  I/O error: a file could not be read or written, a gzip/zstd stream damaged or cut short,
+     an input file shortened by another process while lockcast read it
   5  record: not root, perf or a tracepoint missing, perf or the workload failed
   130 record: interrupted (Ctrl-C), after putting back every setting it changed
 On error nothing is written: outputs go to a temporary file renamed into place when complete

@@ -20,26 +20,35 @@ use std::sync::Arc;
 const ALIGN: usize = 1 << 16;
 
 /// A read-only mapping of a whole input file.
-pub(crate) struct TextMap(memmap2::Mmap);
+pub(crate) struct TextMap {
+    /// The mapping watched for its file getting shorter (`lockcast_parsers::truncation`);
+    /// declared first, so it ends before the mapping does.
+    _watched: lockcast_parsers::truncation::Registration,
+    map: memmap2::Mmap,
+}
 
 impl TextMap {
-    /// Map `file`; `None` when it cannot be (empty, not a regular file, the system refuses):
-    /// the caller reads it as a stream instead.
-    pub(crate) fn open(file: &std::fs::File) -> Option<Arc<TextMap>> {
+    /// Map `file`, named `name` in messages; `None` when it cannot be (empty, not a regular
+    /// file, the system refuses): the caller reads it as a stream instead.
+    pub(crate) fn open(file: &std::fs::File, name: &str) -> Option<Arc<TextMap>> {
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() == 0 {
             return None;
         }
-        // SAFETY: a read-only mapping; lockcast never writes into it. What it cannot guard
-        // against is another process truncating the file while it is read (SIGBUS on the lost
-        // pages), the trade every reader that maps its input makes (perf.data is read the same
-        // way); a file being appended to is safe (the mapping ends where the file ended).
+        // SAFETY: a read-only mapping; lockcast never writes into it. Another process truncating
+        // the file while it is read raises SIGBUS on the lost pages: the mapping is watched,
+        // and that ends the process with a message naming the file instead of a crash
+        // (`lockcast_parsers::truncation`; perf.data is mapped and watched the same way). A
+        // file being appended to is safe (the mapping ends where the file ended).
         let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
-        Some(Arc::new(TextMap(map)))
+        Some(Arc::new(TextMap {
+            _watched: lockcast_parsers::truncation::watch(map.as_ptr(), map.len(), name),
+            map,
+        }))
     }
 
     fn len(&self) -> usize {
-        self.0.len()
+        self.map.len()
     }
 
     /// Unmap the pages of bytes `r` ([`widened`]).
@@ -50,7 +59,7 @@ impl TextMap {
             // a page maps the same page-cache page again, so every reference into the mapping
             // sees the same bytes as before. An error only leaves the pages resident.
             let _ = unsafe {
-                self.0
+                self.map
                     .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a)
             };
         }
@@ -74,7 +83,7 @@ pub(crate) struct Span {
 impl Deref for Span {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.map.0[self.range.clone()]
+        &self.map.map[self.range.clone()]
     }
 }
 
@@ -111,7 +120,7 @@ impl MapCutter {
         if self.pos >= len {
             return None;
         }
-        let rest = &self.map.0[self.pos..];
+        let rest = &self.map.map[self.pos..];
         // where the stream's first fill would end, and its search begin
         let mut at = (self.target - self.target / 8).min(rest.len());
         let end = match super::scan_cut(rest, &mut at, true, self.starts) {
@@ -147,7 +156,7 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(text).unwrap();
         f.flush().unwrap();
-        let map = TextMap::open(f.as_file()).unwrap();
+        let map = TextMap::open(f.as_file(), "test").unwrap();
         (f, map)
     }
 
@@ -236,9 +245,21 @@ mod tests {
         }
     }
 
+    /// A mapped input is watched for another process shortening it
+    /// (`lockcast_parsers::truncation`, whose own tests truncate a watched file). That the
+    /// watch ends with the mapping is tested there: here other tests map files meanwhile, and
+    /// one may get the same addresses.
+    #[test]
+    fn a_mapped_file_is_watched() {
+        let (_f, map) = mapped(&text(true));
+        let (first, last) = (map.map.as_ptr(), map.map[map.len() - 1..].as_ptr());
+        assert!(lockcast_parsers::truncation::is_watched(first));
+        assert!(lockcast_parsers::truncation::is_watched(last));
+    }
+
     #[test]
     fn an_empty_file_is_not_mapped() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        assert!(TextMap::open(f.as_file()).is_none());
+        assert!(TextMap::open(f.as_file(), "test").is_none());
     }
 }

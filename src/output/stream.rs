@@ -83,6 +83,9 @@ enum Tmp {
     Beside {
         tmp: tempfile::NamedTempFile,
         path: PathBuf,
+        /// Removes `tmp` if an input is found truncated meanwhile, which ends the process
+        /// without running its drop (`lockcast_parsers::truncation`).
+        _cleanup: lockcast_parsers::truncation::Registration,
     },
     /// An unlinked temporary file for standard output, copied out.
     Unlinked(File),
@@ -248,7 +251,15 @@ impl TableWriter {
         match &self.dest {
             Dest::File(path) => temp_in(path).map(|(tmp, f)| {
                 let path = path.clone();
-                Some((Tmp::Beside { tmp, path }, f))
+                let _cleanup = lockcast_parsers::truncation::remove_on_truncation(tmp.path());
+                Some((
+                    Tmp::Beside {
+                        tmp,
+                        path,
+                        _cleanup,
+                    },
+                    f,
+                ))
             }),
             Dest::Stdout => Ok(self.stdout_file.take()),
         }
@@ -330,7 +341,7 @@ impl TableWriter {
     /// Give the complete temporary file its final name, or copy it to standard output.
     fn persist(&self, tmp: Tmp) -> Result<()> {
         match tmp {
-            Tmp::Beside { tmp, path } => {
+            Tmp::Beside { tmp, path, .. } => {
                 super::write::output_mode(tmp.path(), &path)?;
                 tmp.persist(&path)
                     .map_err(|e| Error::io(path.display(), e.error))?;

@@ -74,6 +74,8 @@ pub fn atomic_write(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<()>) -
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| Error::io(dir.display(), e))?;
+    // a truncated input ends the process without running drops (`lockcast_parsers::truncation`)
+    let _cleanup = lockcast_parsers::truncation::remove_on_truncation(tmp.path());
     {
         let mut w = BufWriter::new(tmp.as_file());
         f(&mut w)?;

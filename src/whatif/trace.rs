@@ -638,7 +638,7 @@ fn read_script(
         reader: opened.reader,
         plain: opened.plain,
     };
-    let mut chunker = crate::ingest::Pieces::of(input, piece_bytes, starts);
+    let mut chunker = crate::ingest::Pieces::of(input, path, piece_bytes, starts);
     let mut skipped = 0;
     std::thread::scope(|sc| -> Result<()> {
         // one piece ahead: two in memory at a time

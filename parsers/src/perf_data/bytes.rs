@@ -26,6 +26,9 @@ pub(super) enum Bytes {
     /// written page is no longer the file's: released, its bytes would turn back into the
     /// file's).
     Mapped {
+        /// The mapping watched for its file getting shorter ([`crate::truncation`]); declared
+        /// first, so it ends before the mapping does.
+        _watched: Option<crate::truncation::Registration>,
         map: memmap2::MmapMut,
         len: usize,
         written: bool,
@@ -42,20 +45,23 @@ const STEP: usize = 8 << 20;
 
 impl Bytes {
     /// Map `file` privately; `None` when it cannot be (empty, not a regular file, the system
-    /// refuses): the caller reads it instead.
-    pub(super) fn map(file: &std::fs::File) -> Option<Bytes> {
+    /// refuses): the caller reads it instead. `name`: the file as the user named it, watched
+    /// for another process shortening it while it is mapped ([`crate::truncation`]); `None`
+    /// for lockcast's own unlinked temporary file, which no other process can reach.
+    pub(super) fn map(file: &std::fs::File, name: Option<&str>) -> Option<Bytes> {
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() == 0 {
             return None;
         }
-        // SAFETY: a private mapping; lockcast's own writes never reach the file. What the
-        // mapping cannot guard against is another process truncating the file while it is
-        // read (SIGBUS on the lost pages), the trade any reader that maps its input makes; a
-        // recording being appended to is safe (the mapping ends where the file ended when it
-        // was mapped).
+        // SAFETY: a private mapping; lockcast's own writes never reach the file. Another process
+        // truncating the file while it is read raises SIGBUS on the lost pages: the mapping is
+        // watched, and that ends the process with a message naming the file instead of a
+        // crash ([`crate::truncation`]). A recording being appended to is safe (the mapping
+        // ends where the file ended when it was mapped).
         let map = unsafe { memmap2::MmapOptions::new().map_copy(file) }.ok()?;
         let len = map.len();
         Some(Bytes::Mapped {
+            _watched: name.map(|n| crate::truncation::watch(map.as_ptr(), map.len(), n)),
             map,
             len,
             written: false,
@@ -71,6 +77,7 @@ impl Bytes {
             map,
             len,
             written: false,
+            ..
         } = self
         else {
             return;
@@ -124,7 +131,9 @@ impl DerefMut for Bytes {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             Bytes::Owned(v) => v,
-            Bytes::Mapped { map, len, written } => {
+            Bytes::Mapped {
+                map, len, written, ..
+            } => {
                 *written = true;
                 &mut map[..*len]
             }
@@ -208,8 +217,15 @@ mod tests {
         f.1.write_all(b"PERFILE2 and the rest").unwrap();
         f.1.flush().unwrap();
         let file = std::fs::File::open(&f.0).unwrap();
-        let mut b = Bytes::map(&file).expect("a plain file maps");
+        let mut b = Bytes::map(&file, None).expect("a plain file maps");
         assert!(matches!(b, Bytes::Mapped { .. }));
+        // lockcast's own temporary file is not watched; a named file is, while it is mapped
+        assert!(!crate::truncation::is_watched(b.as_ptr()));
+        let named = Bytes::map(&file, Some("perf.data")).expect("a plain file maps");
+        let at = named.as_ptr();
+        assert!(crate::truncation::is_watched(at));
+        drop(named);
+        assert!(!crate::truncation::is_watched(at));
         assert_eq!(&b[..], b"PERFILE2 and the rest");
         b[0] = b'X';
         b.truncate(8);
@@ -225,7 +241,7 @@ mod tests {
         let mut f = temp_file();
         f.1.write_all(&file).unwrap();
         f.1.flush().unwrap();
-        let map = |f: &std::fs::File| Bytes::map(f).expect("a plain file maps");
+        let map = |f: &std::fs::File| Bytes::map(f, None).expect("a plain file maps");
         let b = map(&std::fs::File::open(&f.0).unwrap());
         assert_eq!(&b[..], &file[..]);
         // unaligned ends, a stretch of one unit, all of it, past the end
@@ -252,7 +268,7 @@ mod tests {
     fn an_empty_file_is_read_not_mapped() {
         let f = temp_file();
         let file = std::fs::File::open(&f.0).unwrap();
-        assert!(Bytes::map(&file).is_none());
+        assert!(Bytes::map(&file, None).is_none());
         std::fs::remove_file(&f.0).unwrap();
     }
 

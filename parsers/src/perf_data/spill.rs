@@ -45,7 +45,7 @@ pub(super) fn read(mut input: impl Read, above: usize) -> std::io::Result<Bytes>
         Written::Whole(n) => n,
         Written::Refused(all) => return Ok(Bytes::Owned(all)),
     };
-    match Bytes::map(&file) {
+    match Bytes::map(&file, None) {
         Some(b) => Ok(b),
         None => {
             // a file system that cannot map: read it back
