@@ -273,6 +273,27 @@ pub struct EventRef<'a> {
 }
 
 impl Event {
+    /// An event with nothing in it yet, for a reader to fill
+    /// ([`EventRead::next_event_into`]).
+    pub fn empty(source: Source) -> Event {
+        Event {
+            line: 0,
+            ts_ns: None,
+            ts_res_ns: 0,
+            cpu: None,
+            comm: String::new(),
+            tid: 0,
+            pid: None,
+            irq_flags: None,
+            system: None,
+            name: String::new(),
+            period: None,
+            payload: String::new(),
+            callchain: Vec::new(),
+            source,
+        }
+    }
+
     /// This event, borrowed.
     pub fn view(&self) -> EventRef<'_> {
         EventRef {
@@ -400,6 +421,18 @@ pub trait EventRead {
     /// The next event, `Ok(None)` at the end of input (strict mode: the first malformed line is
     /// an error naming it; lenient mode: it is counted in [`EventRead::diagnostics`]).
     fn next_event(&mut self) -> Result<Option<Event>, crate::Error>;
+    /// [`EventRead::next_event`] into `out` (`false` at the end, `out` then unspecified); a
+    /// reader that can reuses `out`'s strings (perf.data:
+    /// [`crate::perf_data::Reader::next_event_into`]).
+    fn next_event_into(&mut self, out: &mut Event) -> Result<bool, crate::Error> {
+        Ok(match self.next_event()? {
+            Some(e) => {
+                *out = e;
+                true
+            }
+            None => false,
+        })
+    }
     /// Malformed lines skipped so far (lenient mode).
     fn diagnostics(&self) -> &crate::Diagnostics;
     /// What the capture's own header says about the recording (perf.data), `None` for text
@@ -438,6 +471,20 @@ pub trait EventRead {
     fn typed_samples(&mut self) -> Result<Option<crate::perf_data::TypedParts>, crate::Error> {
         Ok(None)
     }
+    /// Give events without the payload text a reader renders from binary data, for the caller
+    /// to render on another thread (perf.data: [`crate::perf_data::Reader::defer_payloads`]);
+    /// `false` when the reader has none to defer (the text formats), which then give every
+    /// payload as before. Call before the first [`EventRead::next_event`].
+    fn defer_payloads(&mut self) -> bool {
+        false
+    }
+    /// The payloads deferred since the last call, to render into the events given since then
+    /// ([`crate::perf_data::Deferred::render_into`]).
+    fn take_deferred(&mut self) -> Option<crate::perf_data::Deferred> {
+        None
+    }
+    /// Every deferred payload was rendered, `unparsed` of them raw (for the notes).
+    fn deferred_done(&mut self, _unparsed: u64) {}
 }
 
 /// Characteristic lines of the event-trace text formats (and of `perf lock`, which must not be

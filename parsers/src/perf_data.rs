@@ -75,6 +75,7 @@ mod abi;
 mod bulk;
 mod bytes;
 mod compact;
+mod deferred;
 mod framing;
 pub mod kallsyms;
 mod pipe;
@@ -85,6 +86,7 @@ mod typed;
 mod view;
 
 pub use bulk::{InOrder, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
+pub use deferred::Deferred;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
@@ -104,7 +106,7 @@ use abi::{
 };
 
 use print_fmt::{PrintFmt, Record};
-use tracing::{EventFormat, TracingData};
+use tracing::TracingData;
 
 /// Format name used in errors.
 const FORMAT: &str = "perf.data";
@@ -172,7 +174,7 @@ impl Options {
 struct Attr {
     system: Option<String>,
     name: String,
-    format: Option<(EventFormat, Option<PrintFmt>)>,
+    format: Option<deferred::Format>,
 }
 
 /// A user-space mapping from an MMAP/MMAP2 record.
@@ -237,6 +239,10 @@ struct Ctx {
     /// The last event's typed fields, when it had some (`typed_last`).
     values: Vec<i64>,
     typed_last: bool,
+    /// The raw payloads of the samples given without their text ([`Reader::defer_payloads`]).
+    deferred: Option<Deferred>,
+    /// Events given since the last [`Reader::take_deferred`].
+    given: u32,
 }
 
 /// Where the file's bytes come from.
@@ -275,6 +281,8 @@ pub struct Reader<'a> {
     /// A pipe-mode stream is shown to the record reader in time order when it can be
     /// ([`pipe::plan`]); tests turn it off to compare with the stream as it is.
     pipe_in_order: bool,
+    /// Samples are given without their payload text ([`Reader::defer_payloads`]).
+    defer: bool,
 }
 
 /// A data section above this many bytes is walked in parts side by side, by the framing check
@@ -326,6 +334,7 @@ impl<'a> Reader<'a> {
             parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
             copy_up_to: compact::COPY_UP_TO,
             pipe_in_order: true,
+            defer: false,
         }
     }
 
@@ -383,19 +392,27 @@ impl<'a> Reader<'a> {
 
     /// The next event, `Ok(None)` at the end of the file.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
+        let mut e = Event::empty(Source::PerfData);
+        Ok(self.next_event_into(&mut e)?.then_some(e))
+    }
+
+    /// [`Reader::next_event`] into `out`, reusing its strings and call chain (`false` at the
+    /// end, `out` then unspecified): a reader that gives back the events it was handed makes
+    /// no allocation per event for their command and event names.
+    pub fn next_event_into(&mut self, out: &mut Event) -> Result<bool, Error> {
         self.began = true;
         if self.finished {
-            return Ok(None);
+            return Ok(false);
         }
         self.ensure_open()?;
         let Some(st) = self.state.as_mut() else {
-            return Ok(None);
+            return Ok(false);
         };
-        match st.next() {
-            Ok(Some(e)) => Ok(Some(e)),
-            Ok(None) => {
+        match st.next_into(out) {
+            Ok(true) => Ok(true),
+            Ok(false) => {
                 self.finish();
-                Ok(None)
+                Ok(false)
             }
             Err(e) => {
                 self.finished = true;
@@ -531,7 +548,16 @@ impl<'a> Reader<'a> {
     fn ensure_open(&mut self) -> Result<(), Error> {
         if let Some(input) = self.input.take() {
             match self.open(input) {
-                Ok(s) => self.state = Some(s),
+                Ok(mut s) => {
+                    if self.defer {
+                        let by_attr = s.ctx.attrs.iter().map(|a| a.format.clone()).collect();
+                        s.ctx.deferred = Some(Deferred::new(deferred::Formats {
+                            by_attr: std::sync::Arc::new(by_attr),
+                            big_endian: s.ctx.big_endian,
+                        }));
+                    }
+                    self.state = Some(s)
+                }
                 Err(e) => {
                     self.finished = true;
                     return Err(e);
@@ -568,10 +594,49 @@ impl<'a> Reader<'a> {
                 st.ctx.header.lost_records
             ));
         }
-        if unparsed > 0 {
-            self.diagnostics.notes.push(format!(
-                "{unparsed} tracepoint event(s) printed raw ([FAILED TO PARSE]): their print fmt uses what lockcast does not evaluate"
-            ));
+        // with the payloads deferred, the count is complete once the caller rendered them
+        if unparsed > 0 && st.ctx.deferred.is_none() {
+            self.diagnostics.notes.push(unparsed_note(unparsed));
+        }
+    }
+
+    /// Give samples without their payload text, keeping their raw bytes to be rendered by the
+    /// caller, on another thread ([`deferred`]): after each run of events, take their payloads
+    /// with [`Reader::take_deferred`] and render them into those events
+    /// ([`Deferred::render_into`]); at the end, report what was printed raw with
+    /// [`Reader::deferred_done`]. Call before the first [`Reader::next_event`]; `false` (and
+    /// nothing changes) after it.
+    pub fn defer_payloads(&mut self) -> bool {
+        if self.began {
+            return false;
+        }
+        self.defer = true;
+        true
+    }
+
+    /// The payloads deferred since the last call, for the events given since then (`None`:
+    /// none were, or payloads are not deferred).
+    pub fn take_deferred(&mut self) -> Option<Deferred> {
+        let st = self.state.as_mut()?;
+        st.ctx.given = 0;
+        let d = st.ctx.deferred.as_mut()?;
+        let next = d.next();
+        let taken = std::mem::replace(d, next);
+        (!taken.is_empty()).then_some(taken)
+    }
+
+    /// Every deferred payload was rendered, `unparsed` of them raw (the sum of what
+    /// [`Deferred::render_into`] returned): the notes say so, as they do without deferring.
+    pub fn deferred_done(&mut self, unparsed: u64) {
+        let Some(st) = self.state.as_mut() else {
+            return;
+        };
+        if st.ctx.deferred.is_none() {
+            return;
+        }
+        let total = st.ctx.unparsed + unparsed;
+        if total > 0 {
+            self.diagnostics.notes.push(unparsed_note(total));
         }
     }
 
@@ -759,7 +824,10 @@ impl<'a> Reader<'a> {
                         Some(f) => Attr {
                             system: Some(f.system.clone()),
                             name: f.name.clone(),
-                            format: Some((f.clone(), PrintFmt::parse(&f.print_fmt, long_size))),
+                            format: Some(std::sync::Arc::new((
+                                f.clone(),
+                                PrintFmt::parse(&f.print_fmt, long_size),
+                            ))),
                         },
                         None => {
                             let (system, name) = split_name(a.name().unwrap_or("tracepoint"));
@@ -854,6 +922,8 @@ impl<'a> Reader<'a> {
                 typed,
                 values: Vec::new(),
                 typed_last: false,
+                deferred: None,
+                given: 0,
             },
         })
     }
@@ -1526,12 +1596,12 @@ const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
 const PERF_CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
 
 impl State {
-    fn next(&mut self) -> Result<Option<Event>, Error> {
+    fn next_into(&mut self, out: &mut Event) -> Result<bool, Error> {
         loop {
             let samples = self.ctx.samples;
             let ctx = &mut self.ctx;
             let Some(iter) = self.iter.as_mut() else {
-                return Ok(None);
+                return Ok(false);
             };
             let rec = iter.next_record(&mut self.file).map_err(|e| {
                 binary(
@@ -1542,7 +1612,7 @@ impl State {
                     ),
                 )
             })?;
-            let Some(rec) = rec else { return Ok(None) };
+            let Some(rec) = rec else { return Ok(false) };
             let PerfFileRecord::EventRecord {
                 mut attr_index,
                 mut record,
@@ -1635,20 +1705,34 @@ impl State {
                         }
                     }
                     let attr = ctx.attrs.get(attr_index);
+                    // into the strings `out` already has: no allocation once they are long
+                    // enough
                     let (system, name) = attr
-                        .map(|a| (a.system.clone(), a.name.clone()))
-                        .unwrap_or((None, "unknown".into()));
+                        .map(|a| (a.system.as_deref(), a.name.as_str()))
+                        .unwrap_or((None, "unknown"));
+                    match (system, &mut out.system) {
+                        (Some(s), Some(o)) => {
+                            o.clear();
+                            o.push_str(s);
+                        }
+                        (s, o) => *o = s.map(str::to_string),
+                    }
+                    out.name.clear();
+                    out.name.push_str(name);
                     let typed = ctx.typed.as_ref().filter(|p| p.covers(attr_index));
                     ctx.typed_last = typed.is_some();
-                    let comm = if typed.is_some() {
-                        String::new()
-                    } else {
-                        ctx.comms
-                            .get(&tid)
-                            .cloned()
-                            .unwrap_or_else(|| format!(":{tid}"))
-                    };
-                    let mut payload = String::new();
+                    out.comm.clear();
+                    if typed.is_none() {
+                        match ctx.comms.get(&tid) {
+                            Some(c) => out.comm.push_str(c),
+                            None => {
+                                use std::fmt::Write;
+                                let _ = write!(out.comm, ":{tid}");
+                            }
+                        }
+                    }
+                    out.payload.clear();
+                    let payload = &mut out.payload;
                     if let Some(plan) = typed {
                         let raw = s.raw.as_ref().map(|r| r.as_slice());
                         let data: &[u8] = raw.as_deref().unwrap_or(&[]);
@@ -1659,31 +1743,27 @@ impl State {
                                     format!(
                                         "sample {} ({}{}{}): {why}",
                                         ctx.samples,
-                                        system.as_deref().unwrap_or(""),
+                                        system.unwrap_or(""),
                                         if system.is_some() { ":" } else { "" },
                                         name
                                     ),
                                 )
                             })?;
                     } else if let (Some(a), Some(raw)) = (attr, s.raw.as_ref()) {
-                        if let Some((fmt, pf)) = &a.format {
+                        if let Some(f) = &a.format {
                             let data = raw.as_slice();
-                            let r = Record {
-                                data: &data,
-                                format: fmt,
-                                big_endian: ctx.big_endian,
-                            };
-                            payload = match pf.as_ref().and_then(|p| p.render(&r)) {
-                                Some(t) => t,
+                            match ctx.deferred.as_mut() {
+                                Some(d) => d.push(ctx.given, attr_index, &data),
                                 None => {
-                                    ctx.unparsed += 1;
-                                    print_fmt::render_raw(&r)
+                                    if !deferred::render(f, &data, ctx.big_endian, payload) {
+                                        ctx.unparsed += 1;
+                                    }
                                 }
-                            };
+                            }
                         }
                     }
-                    payload.truncate(payload.trim_end().len());
-                    let mut callchain = Vec::new();
+                    let callchain = &mut out.callchain;
+                    callchain.clear();
                     if s.callchain.is_none() && ctx.has_chains {
                         // perf script prints the sample's ip in place of the call chain of an
                         // event recorded without one when others in the file have one
@@ -1706,27 +1786,29 @@ impl State {
                             callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
                         }
                     }
-                    return Ok(Some(Event {
-                        line: ctx.samples,
-                        ts_ns: s.timestamp.map(|t| t as i64),
-                        ts_res_ns: if s.timestamp.is_some() { 1 } else { 0 },
-                        cpu: s.cpu,
-                        comm,
-                        tid,
-                        pid,
-                        irq_flags: None,
-                        system,
-                        name,
-                        period: s.period,
-                        payload,
-                        callchain,
-                        source: Source::PerfData,
-                    }));
+                    ctx.given = ctx.given.wrapping_add(1);
+                    out.line = ctx.samples;
+                    out.ts_ns = s.timestamp.map(|t| t as i64);
+                    out.ts_res_ns = if s.timestamp.is_some() { 1 } else { 0 };
+                    out.cpu = s.cpu;
+                    out.tid = tid;
+                    out.pid = pid;
+                    out.irq_flags = None;
+                    out.period = s.period;
+                    out.source = Source::PerfData;
+                    return Ok(true);
                 }
                 _ => {}
             }
         }
     }
+}
+
+/// The note on payloads printed raw.
+fn unparsed_note(n: u64) -> String {
+    format!(
+        "{n} tracepoint event(s) printed raw ([FAILED TO PARSE]): their print fmt uses what lockcast does not evaluate"
+    )
 }
 
 impl Ctx {
@@ -1800,6 +1882,9 @@ impl crate::event::EventRead for Reader<'_> {
     fn next_event(&mut self) -> Result<Option<Event>, Error> {
         Reader::next_event(self)
     }
+    fn next_event_into(&mut self, out: &mut Event) -> Result<bool, Error> {
+        Reader::next_event_into(self, out)
+    }
     fn diagnostics(&self) -> &Diagnostics {
         Reader::diagnostics(self)
     }
@@ -1821,6 +1906,15 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn typed_samples(&mut self) -> Result<Option<TypedParts>, Error> {
         Reader::typed_samples(self)
+    }
+    fn defer_payloads(&mut self) -> bool {
+        Reader::defer_payloads(self)
+    }
+    fn take_deferred(&mut self) -> Option<Deferred> {
+        Reader::take_deferred(self)
+    }
+    fn deferred_done(&mut self, unparsed: u64) {
+        Reader::deferred_done(self, unparsed)
     }
 }
 

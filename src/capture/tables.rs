@@ -5,7 +5,8 @@
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
-use lockcast_parsers::event::{Event, EventRead};
+use lockcast_parsers::event::{Event, EventRead, Source};
+use lockcast_parsers::perf_data::Deferred;
 use lockcast_parsers::{Diagnostic, Diagnostics};
 
 use super::{open, Capture, OpenOptions};
@@ -192,6 +193,8 @@ struct Built {
     counts: EventCounts,
     first_bad: Option<Diagnostic>,
     pairing: Option<PairingCounts>,
+    /// Deferred payloads printed raw ([`lockcast_parsers::perf_data::Deferred::render_into`]).
+    unparsed: u64,
 }
 
 /// Read the events of `rd`, build the tables of `want` and hand every frame to `emit` in order
@@ -210,39 +213,65 @@ fn build_ahead(
     emit: &mut dyn FnMut(Table, DataFrame) -> Result<()>,
 ) -> Result<(Box<dyn EventRead + Send>, Built)> {
     const BATCH: usize = 4096;
-    type Batch = std::result::Result<Vec<Event>, lockcast_parsers::Error>;
+    // batches at once: in the channel to the builder, the builder's, the reader's
+    const IN_FLIGHT: usize = 6;
+    // each batch with the payloads the reader left for the builder to render ([`hand_on`]): on
+    // the reader's thread they were a third of its time, and that thread was the run's wall
+    // time (lockcast_parsers::perf_data::deferred)
+    type Batch = BuildBatch;
+    let mut rd = rd;
+    rd.defer_payloads();
     type Frames = Result<Vec<(Table, DataFrame)>>;
+    // batches sent and not yet taken by the builder: one waiting says it is behind
+    let queued = &std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        let (batch_tx, batch_rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (batch_tx, batch_rx) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT - 2);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Event>>();
         // one piece ahead of the writer: each holds PIECE_ROWS rows of every table
         let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Frames>(1);
         let reader = scope.spawn(move || {
-            let mut rd = rd;
+            // Batches the builder is done with, filled again here: their events' strings were
+            // made on this thread and are reused, not freed and made again per event (malloc
+            // and free were a tenth of this thread's time).
+            let mut spare: Vec<Vec<Event>> = Vec::new();
+            // deferred payloads this thread rendered, printed raw
+            let mut unparsed = 0;
             loop {
-                // the builder is done with these: free them here, where they were allocated
                 while let Ok(old) = back_rx.try_recv() {
-                    drop(old);
+                    if spare.len() < IN_FLIGHT {
+                        spare.push(old);
+                    }
                 }
-                let mut batch = Vec::with_capacity(BATCH);
+                let mut batch = spare.pop().unwrap_or_default();
+                let mut n = 0;
                 let done = loop {
-                    match rd.next_event() {
-                        Ok(Some(e)) => {
-                            batch.push(e);
-                            if batch.len() == BATCH {
+                    if n == batch.len() {
+                        // a batch only goes to the builder for perf.data (the binary reader)
+                        batch.push(Event::empty(Source::PerfData));
+                    }
+                    match rd.next_event_into(&mut batch[n]) {
+                        Ok(true) => {
+                            n += 1;
+                            if n == BATCH {
                                 break false;
                             }
                         }
-                        Ok(None) => break true,
+                        Ok(false) => break true,
                         Err(e) => {
                             let _ = batch_tx.send(Err(e));
-                            return rd;
+                            return (rd, unparsed);
                         }
                     }
                 };
-                // a closed channel: the builder or the writer failed and stopped
-                if (!batch.is_empty() && batch_tx.send(Ok(batch)).is_err()) || done {
-                    return rd;
+                batch.truncate(n);
+                let deferred = rd.take_deferred();
+                if !batch.is_empty() && !hand_on(&batch_tx, queued, batch, deferred, &mut unparsed)
+                {
+                    // a closed channel: the builder or the writer failed and stopped
+                    return (rd, unparsed);
+                }
+                if done {
+                    return (rd, unparsed);
                 }
             }
         });
@@ -253,6 +282,7 @@ fn build_ahead(
                 counts: EventCounts::default(),
                 first_bad: None,
                 pairing: None,
+                unparsed: 0,
             };
             let take = |t: &mut EventTables, built: &mut Built| -> Frames {
                 let c = t.counts();
@@ -278,16 +308,22 @@ fn build_ahead(
                 contention: want.contention,
             };
             for batch in &batch_rx {
-                let step = batch.map_err(|e| Error::parse(path, e)).and_then(|b| {
-                    for e in &b {
-                        t.push(e)?;
-                        if let Some(p) = pairer.as_mut() {
-                            p.push(e);
+                queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                let step = batch
+                    .map_err(|e| Error::parse(path, e))
+                    .and_then(|(mut b, d)| {
+                        if let Some(d) = d {
+                            built.unparsed += d.render_into(&mut b);
                         }
-                    }
-                    let _ = back_tx.send(b);
-                    Ok(())
-                });
+                        for e in &b {
+                            t.push(e)?;
+                            if let Some(p) = pairer.as_mut() {
+                                p.push(e);
+                            }
+                        }
+                        let _ = back_tx.send(b);
+                        Ok(())
+                    });
                 let step = step.and_then(|()| {
                     let mut out = match t.rows() >= PIECE_ROWS {
                         true => take(&mut t, &mut built)?,
@@ -330,14 +366,39 @@ fn build_ahead(
         let built = builder
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let rd = reader
+        let (mut rd, unparsed_here) = reader
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         result?;
         let built = built
             .ok_or_else(|| Error::Input(format!("{path}: the table builder stopped early")))?;
+        rd.deferred_done(built.unparsed + unparsed_here);
         Ok((rd, built))
     })
+}
+
+/// A batch of events for [`build_ahead`]'s builder, with the payloads left to render.
+type BuildBatch = std::result::Result<(Vec<Event>, Option<Deferred>), lockcast_parsers::Error>;
+
+/// Send a batch and its deferred payloads to the builder; `false` when it stopped. When the
+/// builder is behind (a batch sent before still waits for it: every table of `parse --table
+/// all` is built there), this thread renders the payloads itself, so that whichever thread has
+/// time renders them. `queued`: the batches sent and not yet taken.
+fn hand_on(
+    tx: &std::sync::mpsc::SyncSender<BuildBatch>,
+    queued: &std::sync::atomic::AtomicUsize,
+    mut batch: Vec<Event>,
+    mut deferred: Option<Deferred>,
+    unparsed: &mut u64,
+) -> bool {
+    use std::sync::atomic::Ordering;
+    if queued.load(Ordering::Relaxed) > 0 {
+        if let Some(d) = deferred.take() {
+            *unparsed += d.render_into(&mut batch);
+        }
+    }
+    queued.fetch_add(1, Ordering::Relaxed);
+    tx.send(Ok((batch, deferred))).is_ok()
 }
 
 /// The partition value of each input: its file name without compression and text extensions;

@@ -561,7 +561,8 @@ pub(super) fn walk(
                         .ok()?;
                     *out.fields.get_mut(ai)? = vals.len() as u32;
                     out.values.extend_from_slice(&vals);
-                } else if let (Some((fmt, pf)), Some(raw)) = (&attrs.get(ai)?.format, s.raw) {
+                } else if let (Some(f), Some(raw)) = (&attrs.get(ai)?.format, s.raw) {
+                    let (fmt, pf) = &**f;
                     let rec = super::Record {
                         data: raw,
                         format: fmt,

@@ -741,6 +741,21 @@ impl PrintFmt {
     pub fn render(&self, rec: &Record<'_>) -> Option<String> {
         // about the longest payload of the replay events: no regrowing while it is written
         let mut out = String::with_capacity(128);
+        self.render_to(rec, &mut out).then_some(out)
+    }
+
+    /// [`PrintFmt::render`] appended to `out`, a string the caller reuses (no allocation per
+    /// record once it is long enough); `false`, `out` as it was, where `render` gives `None`.
+    pub fn render_to(&self, rec: &Record<'_>, out: &mut String) -> bool {
+        let start = out.len();
+        let done = self.write(rec, out).is_some();
+        if !done {
+            out.truncate(start);
+        }
+        done
+    }
+
+    fn write(&self, rec: &Record<'_>, out: &mut String) -> Option<()> {
         let mut args = self.args.iter();
         for piece in &self.pieces {
             match piece {
@@ -756,13 +771,13 @@ impl PrintFmt {
                         spec.width = Some(clamp_pad(w.unsigned_abs()));
                     }
                     let v = rec.eval(args.next()?)?;
-                    if !format_plain(&mut out, &spec, &v) {
+                    if !format_plain(out, &spec, &v) {
                         out.push_str(&format_one(&spec, &v)?);
                     }
                 }
             }
         }
-        Some(out)
+        Some(())
     }
 }
 

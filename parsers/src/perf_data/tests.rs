@@ -497,3 +497,80 @@ fn a_stream_read_through_a_temporary_file_gives_what_it_gives_read_into_memory()
     assert_eq!(mem.1.skipped, 1);
     assert!(mem == file, "cut short: events or notes differ");
 }
+
+/// Payloads left to the caller ([`Reader::defer_payloads`]) and rendered into the events in
+/// runs of any length, the events filled into reused ones ([`Reader::next_event_into`]), give
+/// the events and notes of a plain read: tracepoint payloads, call chains named from kallsyms,
+/// a 4K recording of the fbatch workload.
+#[test]
+fn deferred_payloads_give_the_events_of_a_plain_read() {
+    for path in [
+        "fixtures/perfdata/micro-16K-replay/perf.data.gz",
+        "fixtures/perfdata/micro-16K-g/perf.data.gz",
+        "fixtures/perfdata/fbatch-churn-4K/perf.data.gz",
+    ] {
+        let bin = gunzip(path);
+        let opts = || Options {
+            kallsyms: Some(fixture_kallsyms()),
+            ..Options::default()
+        };
+        let (plain, notes) = read_all(bin.clone(), opts());
+        let plain = plain.unwrap();
+        assert!(plain.iter().any(|e| !e.payload.is_empty()), "{path}");
+        for run in [1, 7, 4096] {
+            let mut r = Reader::with_options(Box::new(Cursor::new(bin.clone())), opts());
+            assert!(r.defer_payloads());
+            let (mut got, mut unparsed, mut deferred) = (Vec::new(), 0, 0);
+            // one batch of events, refilled each run: what the caller's recycled batches are
+            let mut batch: Vec<Event> = Vec::new();
+            loop {
+                let mut n = 0;
+                while n < run {
+                    if n == batch.len() {
+                        batch.push(Event::empty(Source::PerfData));
+                    }
+                    if !r.next_event_into(&mut batch[n]).unwrap() {
+                        break;
+                    }
+                    n += 1;
+                }
+                let events = &mut batch[..n];
+                if let Some(d) = r.take_deferred() {
+                    deferred += events.iter().filter(|e| e.payload.is_empty()).count();
+                    unparsed += d.render_into(events);
+                }
+                got.extend(events.iter().cloned());
+                if n < run {
+                    break;
+                }
+            }
+            r.deferred_done(unparsed);
+            assert!(deferred > 0, "{path}: nothing was deferred");
+            assert_eq!(got.len(), plain.len(), "{path}, runs of {run}");
+            assert!(got == plain, "{path}, runs of {run}: the events differ");
+            assert_eq!(r.diagnostics(), &notes, "{path}, runs of {run}");
+        }
+    }
+}
+
+/// Payloads rendered raw by the caller are said in the notes once every one was rendered,
+/// as the reader says those it renders itself.
+#[test]
+fn deferred_payloads_printed_raw_are_in_the_notes() {
+    let mut r = Reader::with_options(Box::new(Cursor::new(replay_bytes())), Options::default());
+    assert!(r.defer_payloads());
+    while r.next_event().unwrap().is_some() {}
+    r.deferred_done(3);
+    let notes = &r.diagnostics().notes;
+    assert!(
+        notes
+            .last()
+            .is_some_and(|n| n.starts_with("3 tracepoint event(s) printed raw")),
+        "{notes:?}"
+    );
+    // a reader that already gave an event defers nothing
+    let mut late = Reader::with_options(Box::new(Cursor::new(replay_bytes())), Options::default());
+    assert!(late.next_event().unwrap().is_some());
+    assert!(!late.defer_payloads());
+    assert!(late.take_deferred().is_none());
+}

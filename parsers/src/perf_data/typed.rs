@@ -42,7 +42,7 @@ impl Plan {
             .iter()
             .map(|a| {
                 let (_, names) = want.iter().find(|(w, _)| matches(w, a))?;
-                let (fmt, _) = a.format.as_ref()?;
+                let (fmt, _) = &**a.format.as_ref()?;
                 let mut fields = Vec::with_capacity(names.len());
                 for n in names {
                     let Some(f) = fmt.field(n) else {
