@@ -2,7 +2,8 @@
 # bench/perfdata.sh - on one recording, side by side in one run (REPEATS rounds, default 5, the
 # commands alternating, page cache warm; medians and ratios):
 #   (a) `lockcast parse --table all perf.data` against the text path it replaces,
-#       `perf script --ns -i perf.data | lockcast parse --table all -` (every table as Parquet);
+#       `perf script --ns -i perf.data | lockcast parse --table all -` (every table as Parquet),
+#       and `lockcast parse --table events perf.data` (the one table, bound by the reader);
 #   (b) `lockcast report perf.data` against `perf lock contention -i perf.data`;
 #   (c) peak RSS of (a)'s direct parse and of (b)'s report against the file size
 #       (GNU time's maximum resident set size, one extra run each);
@@ -57,12 +58,15 @@ if [ -z "$DATA" ]; then
   DATA=$tmp/perf.data
 fi
 now() { date +%s.%N; }
-direct=() text=() rep=() plc=() bdirect=() brep=()
+direct=() text=() rep=() plc=() bdirect=() brep=() ev=() bev=()
 for i in $(seq 1 "$REPEATS"); do
   if [ -n "$BASE" ]; then
     rm -rf "$tmp/o"; t0=$(now)
     "$BASE" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
     t1=$(now); bdirect+=("$(echo "$t1 - $t0" | bc)")
+    rm -rf "$tmp/o"; t0=$(now)
+    "$BASE" parse --table events "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
+    t1=$(now); bev+=("$(echo "$t1 - $t0" | bc)")
     t0=$(now)
     "$BASE" report "$DATA" > /dev/null 2>&1
     t1=$(now); brep+=("$(echo "$t1 - $t0" | bc)")
@@ -70,6 +74,9 @@ for i in $(seq 1 "$REPEATS"); do
   rm -rf "$tmp/o"; t0=$(now)
   "$LOCKCAST" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
   t1=$(now); direct+=("$(echo "$t1 - $t0" | bc)")
+  rm -rf "$tmp/o"; t0=$(now)
+  "$LOCKCAST" parse --table events "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
+  t1=$(now); ev+=("$(echo "$t1 - $t0" | bc)")
   rm -rf "$tmp/o"; t0=$(now)
   perf script --ns -i "$DATA" 2>/dev/null | "$LOCKCAST" parse --table all - -o "$tmp/o" --to parquet 2>/dev/null
   t1=$(now); text+=("$(echo "$t1 - $t0" | bc)")
@@ -86,15 +93,18 @@ echo "input: $DATA ($(stat -c %s "$DATA") bytes), $REPEATS rounds, lockcast $LOC
 printf '%-58s %8.3f s\n' "lockcast parse --table all perf.data" "$md"
 printf '%-58s %8.3f s\n' "perf script --ns -i perf.data | lockcast parse --table all -" "$mt"
 echo "ratio (text path / perf.data): $(echo "scale=2; $mt / $md" | bc)x"
+me=$(median "${ev[@]}")
+printf '%-58s %8.3f s\n' "lockcast parse --table events perf.data" "$me"
 mr=$(median "${rep[@]}"); mp=$(median "${plc[@]}")
 printf '%-58s %8.3f s\n' "lockcast report perf.data" "$mr"
 printf '%-58s %8.3f s\n' "perf lock contention -i perf.data" "$mp"
 echo "ratio (perf lock contention / lockcast report): $(echo "scale=2; $mp / $mr" | bc)x"
 if [ -n "$BASE" ]; then
-  mbd=$(median "${bdirect[@]}"); mbr=$(median "${brep[@]}")
+  mbd=$(median "${bdirect[@]}"); mbr=$(median "${brep[@]}"); mbe=$(median "${bev[@]}")
   printf '%-58s %8.3f s\n' "base: lockcast parse --table all perf.data" "$mbd"
+  printf '%-58s %8.3f s\n' "base: lockcast parse --table events perf.data" "$mbe"
   printf '%-58s %8.3f s\n' "base: lockcast report perf.data" "$mbr"
-  echo "ratio (base / lockcast): parse $(echo "scale=2; $mbd / $md" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x (base $BASE)"
+  echo "ratio (base / lockcast): parse all $(echo "scale=2; $mbd / $md" | bc)x, parse events $(echo "scale=2; $mbe / $me" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x (base $BASE)"
 fi
 if [ -x /usr/bin/time ]; then
   rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
