@@ -568,14 +568,11 @@ pub(super) fn walk(
                         format: fmt,
                         big_endian: false,
                     };
-                    let mut text = match pf.as_ref().and_then(|p| p.render(&rec)) {
-                        Some(t) => t,
-                        None => {
-                            counts.unparsed += 1;
-                            super::print_fmt::render_raw(&rec)
-                        }
-                    };
-                    text.truncate(text.trim_end().len());
+                    // about the longest payload of the replay events
+                    let mut text = String::with_capacity(128);
+                    if !super::print_fmt::render_payload(pf.as_ref(), &rec, &mut text) {
+                        counts.unparsed += 1;
+                    }
                     ts.slot = u32::try_from(out.payloads.len()).ok()?;
                     out.payloads.push(text);
                 }

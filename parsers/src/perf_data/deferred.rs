@@ -2,10 +2,11 @@
 //!
 //! Why: `parse --table events` of a perf.data file reads it on one thread (the record reader
 //! sorts each flush round, and a sample's command name depends on the records before it), and
-//! that thread was the whole wall time. On the project's 2-CPU VMs, for the 193 MB recording of
-//! `lrufault -l 300` (1.97 M samples), rendering each sample's payload from its print fmt was
-//! a third of the reading thread's time. The run took 2.09 s with the payloads and 1.58 s with
-//! the rendering left out (a build that gave empty payloads, to measure only). Here the reader
+//! that thread was the whole wall time. On the project's 2-CPU VMs, rendering each sample's
+//! payload from its print fmt was a third of the reading thread's time (a call-graph profile of
+//! the 65 MB recording of `lrufault -l 100`). On the 193 MB `-l 300` one (1.97 M samples) the
+//! run took 2.09 s with the payloads and 1.58 s with the rendering left out (a build that gave
+//! empty payloads, to measure only). Here the reader
 //! gives the samples without their text and keeps their raw bytes. The caller renders them on
 //! another thread into the same events ([`Deferred::render_into`]), and then the payloads are
 //! those [`super::Reader::next_event`] gives.
@@ -99,21 +100,13 @@ impl Deferred {
     }
 }
 
-/// A sample's payload as `perf script` prints it, trailing blanks cut, appended to `out` (a
-/// string reused from event to event); `false` when its print fmt uses what lockcast does not
-/// evaluate and the fields were printed raw.
+/// [`print_fmt::render_payload`] of raw bytes `data` of an event of format `f`, into `out` (a
+/// string reused from event to event); `false` when the fields were printed raw.
 pub(super) fn render(f: &Format, data: &[u8], big_endian: bool, out: &mut String) -> bool {
     let r = Record {
         data,
         format: &f.0,
         big_endian,
     };
-    let start = out.len();
-    let done = f.1.as_ref().is_some_and(|p| p.render_to(&r, out));
-    if !done {
-        out.push_str(&print_fmt::render_raw(&r));
-    }
-    let end = start + out[start..].trim_end().len();
-    out.truncate(end);
-    done
+    print_fmt::render_payload(f.1.as_ref(), &r, out)
 }

@@ -736,16 +736,10 @@ impl PrintFmt {
         Some(PrintFmt { pieces, args })
     }
 
-    /// Render one record as perf script prints its payload; `None` when a field is missing or
-    /// an argument has the wrong kind (the caller falls back to the raw fields).
-    pub fn render(&self, rec: &Record<'_>) -> Option<String> {
-        // about the longest payload of the replay events: no regrowing while it is written
-        let mut out = String::with_capacity(128);
-        self.render_to(rec, &mut out).then_some(out)
-    }
-
-    /// [`PrintFmt::render`] appended to `out`, a string the caller reuses (no allocation per
-    /// record once it is long enough); `false`, `out` as it was, where `render` gives `None`.
+    /// Render one record as perf script prints its payload, appended to `out` (a string the
+    /// caller reuses: no allocation per record once it is long enough); `false`, `out` as it
+    /// was, when a field is missing or an argument has the wrong kind (the caller falls back to
+    /// the raw fields: [`render_payload`]).
     pub fn render_to(&self, rec: &Record<'_>, out: &mut String) -> bool {
         let start = out.len();
         let done = self.write(rec, out).is_some();
@@ -994,6 +988,21 @@ fn format_one(spec: &Spec, v: &Value) -> Option<String> {
     }
 }
 
+/// A sample's payload as `perf script` prints it, trailing blanks cut, appended to `out`: its
+/// print fmt `pf` rendered, or, where that is missing or gives up, the fields printed raw
+/// ([`render_raw`]; `false` then). What every reader of tracepoint samples gives as the
+/// payload text.
+pub fn render_payload(pf: Option<&PrintFmt>, rec: &Record<'_>, out: &mut String) -> bool {
+    let start = out.len();
+    let done = pf.is_some_and(|p| p.render_to(rec, out));
+    if !done {
+        out.push_str(&render_raw(rec));
+    }
+    let end = start + out[start..].trim_end().len();
+    out.truncate(end);
+    done
+}
+
 /// The fields of a record printed raw, as libtraceevent prints an event it cannot format
 /// (`[FAILED TO PARSE] name=value ...`; common fields left out).
 pub fn render_raw(rec: &Record<'_>) -> String {
@@ -1033,7 +1042,9 @@ mod tests {
             format: &f,
             big_endian: false,
         };
-        p.render(&rec).expect("renders")
+        let mut out = String::new();
+        assert!(p.render_to(&rec, &mut out), "renders");
+        out
     }
 
     fn le(parts: &[&[u8]]) -> Vec<u8> {
