@@ -8,7 +8,9 @@
 #   (c) peak RSS of (a)'s direct parse and of (b)'s report against the file size
 #       (GNU time's maximum resident set size, one extra run each);
 #   (d) with --base PATH (an older lockcast build): its parse and report in the same rounds,
-#       and the ratios old / new.
+#       and the ratios old / new;
+#   (e) `lockcast export perfetto perf.data -o FILE.json` (the timeline for a trace viewer),
+#       with its peak RSS, and with --base the base's time and peak RSS beside it.
 #
 # Input: fixtures/perfdata/micro-16K-replay/perf.data.gz (decompressed once to a temp file), or
 # --data FILE (any perf.data with tracepoints). Needs perf (the text path) and a lockcast binary
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     --lockcast) LOCKCAST=$2; shift 2 ;;
     --base) BASE=$2; shift 2 ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +60,7 @@ if [ -z "$DATA" ]; then
   DATA=$tmp/perf.data
 fi
 now() { date +%s.%N; }
-direct=() text=() rep=() plc=() bdirect=() brep=() ev=() bev=()
+direct=() text=() rep=() plc=() bdirect=() brep=() ev=() bev=() ex=() bex=()
 for i in $(seq 1 "$REPEATS"); do
   if [ -n "$BASE" ]; then
     rm -rf "$tmp/o"; t0=$(now)
@@ -70,6 +72,9 @@ for i in $(seq 1 "$REPEATS"); do
     t0=$(now)
     "$BASE" report "$DATA" > /dev/null 2>&1
     t1=$(now); brep+=("$(echo "$t1 - $t0" | bc)")
+    rm -f "$tmp/p.json"; t0=$(now)
+    "$BASE" export perfetto "$DATA" -o "$tmp/p.json" > /dev/null 2>&1
+    t1=$(now); bex+=("$(echo "$t1 - $t0" | bc)")
   fi
   rm -rf "$tmp/o"; t0=$(now)
   "$LOCKCAST" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
@@ -86,7 +91,11 @@ for i in $(seq 1 "$REPEATS"); do
   t0=$(now)
   perf lock contention -i "$DATA" > /dev/null 2>&1
   t1=$(now); plc+=("$(echo "$t1 - $t0" | bc)")
+  rm -f "$tmp/p.json"; t0=$(now)
+  "$LOCKCAST" export perfetto "$DATA" -o "$tmp/p.json" > /dev/null 2>&1
+  t1=$(now); ex+=("$(echo "$t1 - $t0" | bc)")
 done
+rm -f "$tmp/p.json"
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 md=$(median "${direct[@]}"); mt=$(median "${text[@]}")
 echo "input: $DATA ($(stat -c %s "$DATA") bytes), $REPEATS rounds, lockcast $LOCKCAST"
@@ -99,12 +108,16 @@ mr=$(median "${rep[@]}"); mp=$(median "${plc[@]}")
 printf '%-58s %8.3f s\n' "lockcast report perf.data" "$mr"
 printf '%-58s %8.3f s\n' "perf lock contention -i perf.data" "$mp"
 echo "ratio (perf lock contention / lockcast report): $(echo "scale=2; $mp / $mr" | bc)x"
+mx=$(median "${ex[@]}")
+printf '%-58s %8.3f s\n' "lockcast export perfetto perf.data" "$mx"
 if [ -n "$BASE" ]; then
   mbd=$(median "${bdirect[@]}"); mbr=$(median "${brep[@]}"); mbe=$(median "${bev[@]}")
   printf '%-58s %8.3f s\n' "base: lockcast parse --table all perf.data" "$mbd"
   printf '%-58s %8.3f s\n' "base: lockcast parse --table events perf.data" "$mbe"
   printf '%-58s %8.3f s\n' "base: lockcast report perf.data" "$mbr"
-  echo "ratio (base / lockcast): parse all $(echo "scale=2; $mbd / $md" | bc)x, parse events $(echo "scale=2; $mbe / $me" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x (base $BASE)"
+  mbx=$(median "${bex[@]}")
+  printf '%-58s %8.3f s\n' "base: lockcast export perfetto perf.data" "$mbx"
+  echo "ratio (base / lockcast): parse all $(echo "scale=2; $mbd / $md" | bc)x, parse events $(echo "scale=2; $mbe / $me" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x, export perfetto $(echo "scale=2; $mbx / $mx" | bc)x (base $BASE)"
 fi
 if [ -x /usr/bin/time ]; then
   rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
@@ -113,4 +126,13 @@ if [ -x /usr/bin/time ]; then
   kr=$(rss "$LOCKCAST" report "$DATA")
   mb=$(echo "scale=1; $(stat -c %s "$DATA") / 1048576" | bc)
   echo "peak RSS: parse --table all $((kp / 1024)) MiB, report $((kr / 1024)) MiB, file $mb MiB"
+  kx=$(rss "$LOCKCAST" export perfetto "$DATA" -o "$tmp/p.json")
+  rm -f "$tmp/p.json"
+  if [ -n "$BASE" ]; then
+    kbx=$(rss "$BASE" export perfetto "$DATA" -o "$tmp/p.json")
+    rm -f "$tmp/p.json"
+    echo "peak RSS: export perfetto $((kx / 1024)) MiB, base $((kbx / 1024)) MiB"
+  else
+    echo "peak RSS: export perfetto $((kx / 1024)) MiB"
+  fi
 fi

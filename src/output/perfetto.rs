@@ -16,41 +16,98 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use polars::prelude::DataFrame;
-use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::frames::schema::contention as c;
 use crate::frames::{i64s, strs, u32s};
 use crate::whatif::des::Grant;
 use crate::whatif::reconstruct::{Reconstruction, Side};
-use crate::whatif::trace::{Kind, Trace};
+use crate::whatif::trace::{Kind, Trace, Via};
 
 /// A span of time on a track.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slice {
-    /// Name shown on the slice.
-    pub name: String,
-    /// Category (`hold`, `wait`).
-    pub cat: &'static str,
     /// Start, ns.
     pub ts_ns: i64,
     /// Length, ns (≥ 0).
     pub dur_ns: i64,
-    /// Shown in the viewer's details pane.
-    pub args: Map<String, Value>,
+    /// What it shows: its name, category and args follow from it.
+    pub what: What,
 }
 
-/// A point in time on a track.
+/// What a slice stands for. Typed, not a JSON map per slice: a 2 M-event recording has
+/// ~6×10^5 holds, and a map of args each (owned keys and values) made the export's peak
+/// memory ~1 KB per event (2.1 GB for a 195 MB perf.data).
 #[derive(Debug, Clone, PartialEq)]
+pub enum What {
+    /// A reconstructed `lru_lock` hold (`hold`): its side, folios and pages, the LRU path, and
+    /// the traced wait before it when its holder waited.
+    Hold {
+        side: Side,
+        folios: u32,
+        pages: u64,
+        path: Via,
+        lock: Arc<str>,
+        traced_wait_ns: Option<i64>,
+    },
+    /// A hold the what-if replay granted (`hold`).
+    Granted {
+        side: Side,
+        folios: u32,
+        path: Via,
+        lock: Arc<str>,
+    },
+    /// A traced wait of the `contention` table (`wait`): boxed, as such waits are few beside
+    /// the holds and their strings would make every slice larger.
+    Wait(Box<Wait>),
+    /// A wait of the what-if replay (`wait`), traced or not under its observation rule.
+    Queued {
+        lock: Arc<str>,
+        traced: bool,
+        path: Via,
+    },
+}
+
+/// A traced wait of the `contention` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    /// Lock address or name.
+    pub lock: String,
+    /// Lock type.
+    pub ty: Option<String>,
+    /// Caller (the slice's name when there is one).
+    pub caller: Option<String>,
+    /// Waiting task.
+    pub tid: Option<i64>,
+    /// Its command name.
+    pub comm: Option<String>,
+    /// The wait is for the lock taken as `lru_lock`.
+    pub lru: bool,
+}
+
+impl What {
+    /// The category: `hold` or `wait`.
+    pub fn cat(&self) -> &'static str {
+        match self {
+            What::Hold { .. } | What::Granted { .. } => "hold",
+            What::Wait(_) | What::Queued { .. } => "wait",
+        }
+    }
+}
+
+/// A point in time on a task's track: one of the trace's other events (the replay's `Kind`,
+/// never a wait) on `cpu`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Instant {
-    /// Event name (`kmem:mm_page_alloc`).
-    pub name: &'static str,
     /// When, ns.
     pub ts_ns: i64,
-    /// Payload.
-    pub args: Map<String, Value>,
+    /// CPU it ran on.
+    pub cpu: u32,
+    /// The event.
+    pub kind: Kind,
 }
 
 /// One track (a "thread" of the format): its name, slices and instants.
@@ -88,9 +145,16 @@ pub struct Counts {
 
 /// Integer ns as the format's µs with three fractional digits: `1234567` → `1234.567`.
 pub fn micros(ns: i64) -> String {
+    let mut out = Vec::new();
+    // writing into a Vec cannot fail
+    let _ = write_micros(&mut out, ns);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn write_micros(w: &mut dyn Write, ns: i64) -> io::Result<()> {
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
-    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+    write!(w, "{sign}{}.{:03}", a / 1000, a % 1000)
 }
 
 /// Split slices (sorted by start) into lanes where none overlaps the one before it: each
@@ -125,12 +189,13 @@ fn push_lanes(tracks: &mut Vec<Track>, name: &str, slices: Vec<Slice>) {
     }
 }
 
-fn args(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Map<String, Value> {
-    pairs
-        .into_iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Add => "add",
+        Side::Free => "free",
+        // measured: where the hold was placed (nothing inside it is traced)
+        Side::Lazyfree => "lazyfree",
+    }
 }
 
 /// The measured timeline of a capture: the replay's reconstructed `lru_lock` holds
@@ -144,33 +209,20 @@ pub fn measured(
     waits: &DataFrame,
     comms: &BTreeMap<i32, String>,
 ) -> Result<Process> {
+    let lock_name: Arc<str> = Arc::from(rec.lock_name.as_str());
     let mut holds: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
     for h in &rec.holds {
-        let side = match h.side {
-            Side::Add => "add",
-            Side::Free => "free",
-            // measured: where the hold was placed (nothing inside it is traced)
-            Side::Lazyfree => "lazyfree",
-        };
         holds.entry(h.cpu).or_default().push(Slice {
-            name: format!("lru_lock {side}: {} folios", h.folios),
-            cat: "hold",
             ts_ns: h.first_ts,
             dur_ns: (h.last_ts - h.first_ts).max(0),
-            args: args([
-                ("side", side.into()),
-                ("folios", h.folios.into()),
-                ("pages", h.pages.into()),
-                ("path", h.via.as_str().into()),
-                ("lock", rec.lock_name.clone().into()),
-                (
-                    "traced_wait_ns",
-                    h.traced
-                        .get()
-                        .map(|(b, e)| e - b)
-                        .map_or(Value::Null, Value::from),
-                ),
-            ]),
+            what: What::Hold {
+                side: h.side,
+                folios: h.folios,
+                pages: h.pages,
+                path: h.via,
+                lock: Arc::clone(&lock_name),
+                traced_wait_ns: h.traced.get().map(|(b, e)| e - b),
+            },
         });
     }
     let cpu = u32s(waits, c::CPU)?;
@@ -193,63 +245,31 @@ pub fn measured(
         if let (Some(t), Some(n)) = (tid[i], &comm[i]) {
             names.entry(t).or_insert_with(|| n.clone());
         }
-        let lock_name = lock[i].clone().unwrap_or_default();
-        let is_lru = lock_name == rec.lock_name;
+        let lock = lock[i].clone().unwrap_or_default();
+        let lru = lock == rec.lock_name;
         wait_slices.entry(cpu[i]).or_default().push(Slice {
-            name: format!(
-                "wait {}{}",
-                caller[i].as_deref().unwrap_or(&lock_name),
-                if is_lru { " (lru_lock)" } else { "" }
-            ),
-            cat: "wait",
             ts_ns: b,
             dur_ns: (e - b).max(0),
-            args: args([
-                ("lock", lock_name.into()),
-                ("type", ty[i].clone().map_or(Value::Null, Value::from)),
-                ("caller", caller[i].clone().map_or(Value::Null, Value::from)),
-                ("tid", tid[i].map_or(Value::Null, Value::from)),
-                ("comm", comm[i].clone().map_or(Value::Null, Value::from)),
-            ]),
+            what: What::Wait(Box::new(Wait {
+                lock,
+                ty: ty[i].clone(),
+                caller: caller[i].clone(),
+                tid: tid[i],
+                comm: comm[i].clone(),
+                lru,
+            })),
         });
     }
     let mut tasks: BTreeMap<i32, Vec<Instant>> = BTreeMap::new();
     for e in &t.events {
-        let (name, a) = match e.kind {
-            Kind::Alloc { pfn, order } => (
-                "kmem:mm_page_alloc",
-                args([("pfn", pfn.into()), ("order", order.into())]),
-            ),
-            Kind::Insert { pfn, .. } => ("pagemap:mm_lru_insertion", args([("pfn", pfn.into())])),
-            Kind::Free { pfn, order } => (
-                "kmem:mm_page_free",
-                args([("pfn", pfn.into()), ("order", order.into())]),
-            ),
-            Kind::Discard { enter } => (
-                if enter {
-                    "discard enter (madvise/munmap)"
-                } else {
-                    "discard exit (madvise/munmap)"
-                },
-                Map::new(),
-            ),
-            Kind::Lazyfree { enter } => (
-                if enter {
-                    "lazyfree enter (madvise MADV_FREE)"
-                } else {
-                    "lazyfree exit (madvise MADV_FREE)"
-                },
-                Map::new(),
-            ),
-            // Waits are slices, from the contention table.
-            Kind::Begin { .. } | Kind::End { .. } => continue,
-        };
-        let mut a = a;
-        a.insert("cpu".into(), e.cpu.into());
+        // Waits are slices, from the contention table.
+        if matches!(e.kind, Kind::Begin { .. } | Kind::End { .. }) {
+            continue;
+        }
         tasks.entry(e.tid).or_default().push(Instant {
-            name,
             ts_ns: e.ts,
-            args: a,
+            cpu: e.cpu,
+            kind: e.kind,
         });
     }
     let cpus: std::collections::BTreeSet<u32> = holds
@@ -295,44 +315,31 @@ pub fn measured(
 /// under the observation rule (`traced` in the args; only traced ones count in the totals,
 /// as in `perf lock contention`). `cpus[i]` is the CPU of stream `i`.
 pub fn predicted(name: &str, cpus: &[u32], grants: &[Grant], lock_name: &str) -> Process {
+    let lock: Arc<str> = Arc::from(lock_name);
     let mut holds: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
     let mut waits: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
     for g in grants {
         let cpu = cpus.get(g.cpu).copied().unwrap_or(g.cpu as u32);
         let r = &g.request;
-        let side = match r.side {
-            Side::Add => "add",
-            Side::Free => "free",
-            // measured: where the hold was placed (nothing inside it is traced)
-            Side::Lazyfree => "lazyfree",
-        };
         holds.entry(cpu).or_default().push(Slice {
-            name: format!("lru_lock {side}: {} folios", r.folios),
-            cat: "hold",
             ts_ns: g.grant,
             dur_ns: g.hold.max(0),
-            args: args([
-                ("side", side.into()),
-                ("folios", r.folios.into()),
-                ("path", r.via.as_str().into()),
-                ("lock", lock_name.into()),
-            ]),
+            what: What::Granted {
+                side: r.side,
+                folios: r.folios,
+                path: r.via,
+                lock: Arc::clone(&lock),
+            },
         });
         if g.grant > g.arrive {
             waits.entry(cpu).or_default().push(Slice {
-                name: if g.traced {
-                    "wait (lru_lock)".into()
-                } else {
-                    "wait (lru_lock, untraced)".into()
-                },
-                cat: "wait",
                 ts_ns: g.arrive,
                 dur_ns: g.grant - g.arrive,
-                args: args([
-                    ("lock", lock_name.into()),
-                    ("traced", g.traced.into()),
-                    ("path", r.via.as_str().into()),
-                ]),
+                what: What::Queued {
+                    lock: Arc::clone(&lock),
+                    traced: g.traced,
+                    path: r.via,
+                },
             });
         }
     }
@@ -363,7 +370,7 @@ pub fn counts(procs: &[Process]) -> Counts {
         n.tracks += 1;
         n.instants += t.instants.len();
         for s in &t.slices {
-            match s.cat {
+            match s.what.cat() {
                 "hold" => n.holds += 1,
                 _ => n.waits += 1,
             }
@@ -372,10 +379,158 @@ pub fn counts(procs: &[Process]) -> Counts {
     n
 }
 
+/// A JSON string (escaped as `serde_json` escapes).
+fn q(w: &mut dyn Write, s: &str) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, s).map_err(io::Error::from)
+}
+
+/// The `"key":value` pairs of one event's `args` object, in order, `,`-separated.
+struct Args<'w> {
+    w: &'w mut dyn Write,
+    first: bool,
+}
+
+impl<'w> Args<'w> {
+    fn open(w: &'w mut dyn Write) -> io::Result<Self> {
+        w.write_all(b"{")?;
+        Ok(Args { w, first: true })
+    }
+    fn key(&mut self, k: &str) -> io::Result<&mut dyn Write> {
+        if !std::mem::take(&mut self.first) {
+            self.w.write_all(b",")?;
+        }
+        write!(self.w, "\"{k}\":")?;
+        Ok(&mut *self.w)
+    }
+    fn str(&mut self, k: &str, v: &str) -> io::Result<()> {
+        let w = self.key(k)?;
+        q(w, v)
+    }
+    fn opt_str(&mut self, k: &str, v: Option<&str>) -> io::Result<()> {
+        v.map_or(Ok(()), |v| self.str(k, v))
+    }
+    fn num(&mut self, k: &str, v: impl std::fmt::Display) -> io::Result<()> {
+        let w = self.key(k)?;
+        write!(w, "{v}")
+    }
+    fn close(self) -> io::Result<()> {
+        self.w.write_all(b"}")
+    }
+}
+
+/// A slice's name and args (`args` keys in the order the viewer lists them).
+fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
+    match what {
+        What::Hold {
+            side,
+            folios,
+            pages,
+            path,
+            lock,
+            traced_wait_ns,
+        } => {
+            let side = side_name(*side);
+            q(w, &format!("lru_lock {side}: {folios} folios"))?;
+            write!(w, ",\"cat\":\"hold\",\"args\":")?;
+            let mut a = Args::open(w)?;
+            a.str("side", side)?;
+            a.num("folios", folios)?;
+            a.num("pages", pages)?;
+            a.str("path", path.as_str())?;
+            a.str("lock", lock)?;
+            if let Some(t) = traced_wait_ns {
+                a.num("traced_wait_ns", t)?;
+            }
+            a.close()
+        }
+        What::Granted {
+            side,
+            folios,
+            path,
+            lock,
+        } => {
+            let side = side_name(*side);
+            q(w, &format!("lru_lock {side}: {folios} folios"))?;
+            write!(w, ",\"cat\":\"hold\",\"args\":")?;
+            let mut a = Args::open(w)?;
+            a.str("side", side)?;
+            a.num("folios", folios)?;
+            a.str("path", path.as_str())?;
+            a.str("lock", lock)?;
+            a.close()
+        }
+        What::Wait(wait) => {
+            let Wait {
+                lock,
+                ty,
+                caller,
+                tid,
+                comm,
+                lru,
+            } = wait.as_ref();
+            let on = caller.as_deref().unwrap_or(lock);
+            q(
+                w,
+                &format!("wait {on}{}", if *lru { " (lru_lock)" } else { "" }),
+            )?;
+            write!(w, ",\"cat\":\"wait\",\"args\":")?;
+            let mut a = Args::open(w)?;
+            a.str("lock", lock)?;
+            a.opt_str("type", ty.as_deref())?;
+            a.opt_str("caller", caller.as_deref())?;
+            if let Some(t) = tid {
+                a.num("tid", t)?;
+            }
+            a.opt_str("comm", comm.as_deref())?;
+            a.close()
+        }
+        What::Queued { lock, traced, path } => {
+            q(
+                w,
+                match traced {
+                    true => "wait (lru_lock)",
+                    false => "wait (lru_lock, untraced)",
+                },
+            )?;
+            write!(w, ",\"cat\":\"wait\",\"args\":")?;
+            let mut a = Args::open(w)?;
+            a.str("lock", lock)?;
+            a.num("traced", traced)?;
+            a.str("path", path.as_str())?;
+            a.close()
+        }
+    }
+}
+
+/// An instant's name and args: the event's fields, then its CPU.
+fn write_instant(w: &mut dyn Write, i: &Instant) -> io::Result<()> {
+    let (name, pfn, order) = match i.kind {
+        Kind::Alloc { pfn, order } => ("kmem:mm_page_alloc", Some(pfn), Some(order)),
+        Kind::Insert { pfn, .. } => ("pagemap:mm_lru_insertion", Some(pfn), None),
+        Kind::Free { pfn, order } => ("kmem:mm_page_free", Some(pfn), Some(order)),
+        Kind::Discard { enter: true } => ("discard enter (madvise/munmap)", None, None),
+        Kind::Discard { enter: false } => ("discard exit (madvise/munmap)", None, None),
+        Kind::Lazyfree { enter: true } => ("lazyfree enter (madvise MADV_FREE)", None, None),
+        Kind::Lazyfree { enter: false } => ("lazyfree exit (madvise MADV_FREE)", None, None),
+        // never made into instants (`measured` leaves them out)
+        Kind::Begin { .. } | Kind::End { .. } => ("", None, None),
+    };
+    q(w, name)?;
+    write!(w, ",\"cat\":\"event\",\"args\":")?;
+    let mut a = Args::open(w)?;
+    if let Some(p) = pfn {
+        a.num("pfn", p)?;
+    }
+    if let Some(o) = order {
+        a.num("order", o)?;
+    }
+    a.num("cpu", i.cpu)?;
+    a.close()
+}
+
 /// Write `procs` as one JSON object `{"traceEvents": [...], "displayTimeUnit": "ns"}`: first
 /// the process and thread names (metadata events), then every slice and instant.
 pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
-    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     let mut first = true;
     let mut sep = |w: &mut dyn Write| -> io::Result<()> {
@@ -389,9 +544,10 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
         sep(w)?;
         write!(
             w,
-            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
-            q(&p.name)
+            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":"
         )?;
+        q(w, &p.name)?;
+        w.write_all(b"}}")?;
         sep(w)?;
         write!(
             w,
@@ -402,9 +558,10 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             sep(w)?;
             write!(
                 w,
-                "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"name\":\"thread_name\",\"args\":{{\"name\":{}}}}}",
-                q(&t.name)
+                "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"name\":\"thread_name\",\"args\":{{\"name\":"
             )?;
+            q(w, &t.name)?;
+            w.write_all(b"}}")?;
             sep(w)?;
             write!(
                 w,
@@ -418,25 +575,24 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             let tid = ti + 1;
             for s in &t.slices {
                 sep(w)?;
-                write!(
-                    w,
-                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\",\"args\":{}}}",
-                    micros(s.ts_ns),
-                    micros(s.dur_ns),
-                    q(&s.name),
-                    s.cat,
-                    Value::Object(s.args.clone())
-                )?;
+                write!(w, "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
+                write_micros(w, s.ts_ns)?;
+                w.write_all(b",\"dur\":")?;
+                write_micros(w, s.dur_ns)?;
+                w.write_all(b",\"name\":")?;
+                write_slice(w, &s.what)?;
+                w.write_all(b"}")?;
             }
             for i in &t.instants {
                 sep(w)?;
                 write!(
                     w,
-                    "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"name\":{},\"cat\":\"event\",\"args\":{}}}",
-                    micros(i.ts_ns),
-                    q(i.name),
-                    Value::Object(i.args.clone())
+                    "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
                 )?;
+                write_micros(w, i.ts_ns)?;
+                w.write_all(b",\"name\":")?;
+                write_instant(w, i)?;
+                w.write_all(b"}")?;
             }
         }
     }
@@ -449,11 +605,13 @@ mod tests {
 
     fn s(ts: i64, dur: i64) -> Slice {
         Slice {
-            name: String::new(),
-            cat: "wait",
             ts_ns: ts,
             dur_ns: dur,
-            args: Map::new(),
+            what: What::Queued {
+                lock: Arc::from("l"),
+                traced: true,
+                path: Via::Drain,
+            },
         }
     }
 

@@ -31,8 +31,13 @@ struct Raw {
 }
 
 fn raw() -> Raw {
+    raw_of(CAPTURE)
+}
+
+/// [`Raw`] of a gzipped `perf script --ns` text under `fixtures/`.
+fn raw_of(capture: &str) -> Raw {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(fixture(CAPTURE)).unwrap())
+    flate2::read::GzDecoder::new(std::fs::File::open(fixture(capture)).unwrap())
         .read_to_string(&mut text)
         .unwrap();
     let mut per_event = BTreeMap::new();
@@ -181,6 +186,50 @@ fn perfetto_export_counts_times_and_tracks_match_the_raw_capture() {
     for (tid, comm) in &r.comm {
         let want = format!("{comm} {tid}");
         assert!(names.contains(&want.as_str()), "{want} in {names:?}");
+    }
+}
+
+/// From a perf.data the task names come from the record reader, which leaves the payloads
+/// unrendered there: every task is still named by the comm `perf script` printed for it (the
+/// recording's own text, bundled beside it), and every other event is one instant.
+#[test]
+fn perfetto_export_of_a_perf_data_names_every_task_as_perf_script_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let o = lockcast(&[
+        "export",
+        "perfetto",
+        &fixture("perfdata/micro-16K-replay/perf.data.gz").to_string_lossy(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let r = raw_of("perfdata/micro-16K-replay/script-ns.txt.gz");
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert!(!r.comm.is_empty());
+    for (tid, comm) in &r.comm {
+        let want = format!("{comm} {tid}");
+        assert!(names.contains(&want.as_str()), "{want} in {names:?}");
+    }
+    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "i") {
+        *instants
+            .entry(e["name"].as_str().unwrap().into())
+            .or_default() += 1;
+    }
+    for name in [
+        "kmem:mm_page_alloc",
+        "kmem:mm_page_free",
+        "pagemap:mm_lru_insertion",
+    ] {
+        assert_eq!(instants.get(name), r.per_event.get(name), "{name}");
     }
 }
 
