@@ -127,10 +127,26 @@ pub fn plot(a: PlotArgs) -> Result<()> {
                 "the JSON of `lockcast whatif --json` (a file or -)",
             )?;
             let path = &a.inputs[0];
-            let mut text = String::new();
+            // What-if answers come from `whatif --json`, not the capture itself: say so for a
+            // capture directory or a binary capture (they got "no capture files in it" and an
+            // I/O error about UTF-8).
+            let run_first = format!(
+                "`plot whatif` draws the JSON report of `lockcast whatif --json`: run \
+                 `lockcast whatif POLICY {path} --json > whatif.json` and plot that file"
+            );
+            if path != "-" && std::path::Path::new(path).is_dir() {
+                return Err(Error::Input(format!("{path}: a directory; {run_first}")).into());
+            }
+            let mut bytes = Vec::new();
             input::open(path)?
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .map_err(|e| Error::io(path, e))?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                Error::Input(format!(
+                    "{path}: byte {}: not text (a perf.data or another binary file?); {run_first}",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?;
             let mut rows = whatif::rows_from_json(&text, path)?;
             if let Some(n) = a.top {
                 rows.truncate(n);

@@ -247,6 +247,31 @@ fn plots_bad_arguments_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// `plot whatif` draws a what-if report, not a capture: given the capture (its directory, or
+/// a perf.data) it says how to make the report, as bad input, and writes nothing.
+#[test]
+fn plots_whatif_of_a_capture_says_to_run_whatif_first() {
+    let d = out_dir("whatif-of-capture");
+    let out = d.join("w.png");
+    for capture in [
+        fixture("replay/micro-16K-r1"),
+        fixture("perfdata/micro-16K-replay/perf.data.gz"),
+    ] {
+        let c = capture.to_string_lossy();
+        let o = lockcast(&["plot", "whatif", &c, "-o", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(&format!("{c}: ")), "{e}");
+        assert!(
+            e.contains(&format!(
+                "run `lockcast whatif POLICY {c} --json > whatif.json`"
+            )),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+}
+
 #[test]
 fn plots_demo_writes_its_charts() {
     let dir = tempfile::tempdir().unwrap();
