@@ -43,22 +43,16 @@ pub struct Slice {
 /// memory ~1 KB per event (2.1 GB for a 195 MB perf.data).
 #[derive(Debug, Clone, PartialEq)]
 pub enum What {
-    /// A reconstructed `lru_lock` hold (`hold`): its side, folios and pages, the LRU path, and
-    /// the traced wait before it when its holder waited.
+    /// An `lru_lock` hold (`hold`): its side, folios, the LRU path; reconstructed from the
+    /// capture, also its pages and the traced wait before it when its holder waited; granted
+    /// by the what-if replay, neither (`None`).
     Hold {
         side: Side,
         folios: u32,
-        pages: u64,
+        pages: Option<u64>,
         path: Via,
         lock: Arc<str>,
         traced_wait_ns: Option<i64>,
-    },
-    /// A hold the what-if replay granted (`hold`).
-    Granted {
-        side: Side,
-        folios: u32,
-        path: Via,
-        lock: Arc<str>,
     },
     /// A traced wait of the `contention` table (`wait`): boxed, as such waits are few beside
     /// the holds and their strings would make every slice larger.
@@ -92,7 +86,7 @@ impl What {
     /// The category: `hold` or `wait`.
     pub fn cat(&self) -> &'static str {
         match self {
-            What::Hold { .. } | What::Granted { .. } => "hold",
+            What::Hold { .. } => "hold",
             What::Wait(_) | What::Queued { .. } => "wait",
         }
     }
@@ -218,7 +212,7 @@ pub fn measured(
             what: What::Hold {
                 side: h.side,
                 folios: h.folios,
-                pages: h.pages,
+                pages: Some(h.pages),
                 path: h.via,
                 lock: Arc::clone(&lock_name),
                 traced_wait_ns: h.traced.get().map(|(b, e)| e - b),
@@ -324,11 +318,13 @@ pub fn predicted(name: &str, cpus: &[u32], grants: &[Grant], lock_name: &str) ->
         holds.entry(cpu).or_default().push(Slice {
             ts_ns: g.grant,
             dur_ns: g.hold.max(0),
-            what: What::Granted {
+            what: What::Hold {
                 side: r.side,
                 folios: r.folios,
+                pages: None,
                 path: r.via,
                 lock: Arc::clone(&lock),
+                traced_wait_ns: None,
             },
         });
         if g.grant > g.arrive {
@@ -435,28 +431,14 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
             let mut a = Args::open(w)?;
             a.str("side", side)?;
             a.num("folios", folios)?;
-            a.num("pages", pages)?;
+            if let Some(p) = pages {
+                a.num("pages", p)?;
+            }
             a.str("path", path.as_str())?;
             a.str("lock", lock)?;
             if let Some(t) = traced_wait_ns {
                 a.num("traced_wait_ns", t)?;
             }
-            a.close()
-        }
-        What::Granted {
-            side,
-            folios,
-            path,
-            lock,
-        } => {
-            let side = side_name(*side);
-            q(w, &format!("lru_lock {side}: {folios} folios"))?;
-            write!(w, ",\"cat\":\"hold\",\"args\":")?;
-            let mut a = Args::open(w)?;
-            a.str("side", side)?;
-            a.num("folios", folios)?;
-            a.str("path", path.as_str())?;
-            a.str("lock", lock)?;
             a.close()
         }
         What::Wait(wait) => {

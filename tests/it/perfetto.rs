@@ -23,6 +23,39 @@ fn micros_ns(s: &str) -> i64 {
     a.parse::<i64>().unwrap() * 1000 + b.parse::<i64>().unwrap()
 }
 
+/// The `thread_name` of every track.
+fn thread_names(events: &[serde_json::Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect()
+}
+
+/// Every task of the raw capture has its track, named `comm tid`, and each of its other
+/// events is one instant.
+fn assert_tasks_and_instants(events: &[serde_json::Value], r: &Raw) {
+    let names = thread_names(events);
+    assert!(!r.comm.is_empty());
+    for (tid, comm) in &r.comm {
+        let want = format!("{comm} {tid}");
+        assert!(names.contains(&want.as_str()), "{want} in {names:?}");
+    }
+    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "i") {
+        *instants
+            .entry(e["name"].as_str().unwrap().into())
+            .or_default() += 1;
+    }
+    for name in [
+        "kmem:mm_page_alloc",
+        "kmem:mm_page_free",
+        "pagemap:mm_lru_insertion",
+    ] {
+        assert_eq!(instants.get(name), r.per_event.get(name), "{name}");
+    }
+}
+
 struct Raw {
     per_event: BTreeMap<String, u64>,
     /// (tid, lock) pairing of contention_begin/end: sorted (begin ns, end ns) of every wait.
@@ -122,20 +155,8 @@ fn perfetto_export_counts_times_and_tracks_match_the_raw_capture() {
     assert_eq!(waits.len() as u64, r.per_event["lock:contention_begin"]);
     assert_eq!(waits, r.waits);
 
-    // Other events: one instant per raw line of each.
-    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "i") {
-        *instants
-            .entry(e["name"].as_str().unwrap().into())
-            .or_default() += 1;
-    }
-    for name in [
-        "kmem:mm_page_alloc",
-        "kmem:mm_page_free",
-        "pagemap:mm_lru_insertion",
-    ] {
-        assert_eq!(instants.get(name), r.per_event.get(name), "{name}");
-    }
+    // Other events: one instant per raw line of each; every task's track by its comm.
+    assert_tasks_and_instants(events, &r);
     // Add-side holds: every mm_lru_insertion is inside exactly one.
     let add_folios: u64 = events
         .iter()
@@ -169,12 +190,8 @@ fn perfetto_export_counts_times_and_tracks_match_the_raw_capture() {
         }
     }
 
-    // Thread names: per-CPU tracks, and every task by its comm.
-    let names: Vec<&str> = events
-        .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .map(|e| e["args"]["name"].as_str().unwrap())
-        .collect();
+    // Thread names: per-CPU tracks.
+    let names = thread_names(events);
     for cpu in [
         "CPU 0 lru_lock holds",
         "CPU 0 waits",
@@ -182,10 +199,6 @@ fn perfetto_export_counts_times_and_tracks_match_the_raw_capture() {
         "CPU 1 waits",
     ] {
         assert!(names.contains(&cpu), "{cpu} in {names:?}");
-    }
-    for (tid, comm) in &r.comm {
-        let want = format!("{comm} {tid}");
-        assert!(names.contains(&want.as_str()), "{want} in {names:?}");
     }
 }
 
@@ -208,29 +221,7 @@ fn perfetto_export_of_a_perf_data_names_every_task_as_perf_script_does() {
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
     let r = raw_of("perfdata/micro-16K-replay/script-ns.txt.gz");
-    let names: Vec<&str> = events
-        .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .map(|e| e["args"]["name"].as_str().unwrap())
-        .collect();
-    assert!(!r.comm.is_empty());
-    for (tid, comm) in &r.comm {
-        let want = format!("{comm} {tid}");
-        assert!(names.contains(&want.as_str()), "{want} in {names:?}");
-    }
-    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "i") {
-        *instants
-            .entry(e["name"].as_str().unwrap().into())
-            .or_default() += 1;
-    }
-    for name in [
-        "kmem:mm_page_alloc",
-        "kmem:mm_page_free",
-        "pagemap:mm_lru_insertion",
-    ] {
-        assert_eq!(instants.get(name), r.per_event.get(name), "{name}");
-    }
+    assert_tasks_and_instants(events, &r);
 }
 
 #[test]
