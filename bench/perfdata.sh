@@ -33,6 +33,10 @@
 #   report 0.182 s, perf lock contention 0.200 s: 1.09x (goal: faster than perf, met again;
 #   0.263 s before: prefetch, the check in parts, numbering by counting, the kept records copied)
 #   parse --table all 2.196 s (base 2.259 s), text path / direct 2.29x (goal 10x: missed)
+# Measured 2026-12-07 (session 40), --repeats 5, a fresh recording of the same kind (195 MB,
+# 2.0 M events), --base main@a23544a, load ~1:
+#   export perfetto 2.098 s (base 7.630 s: 3.63x), peak RSS 353 MiB (base 2098 MiB); parse and
+#   report unchanged (1.02x, 0.99x, 1.00x)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
