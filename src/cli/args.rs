@@ -691,7 +691,7 @@ pub enum ExportKind {
 pub struct PerfettoArgs {
     /// Event trace (perf script --ns, ftrace, trace-cmd report, perf.data; as for `whatif`).
     pub capture: String,
-    /// Output file (.json).
+    /// Output file (.json), or - for standard output.
     #[arg(short, long, value_name = "FILE.json")]
     pub output: PathBuf,
     /// Lock to treat as lru_lock, address as printed (default: detected).

@@ -35,10 +35,14 @@ pub fn run(a: ExportArgs) -> Result<()> {
                 &p.input.open(),
                 &p.output,
             )?;
+            let shown = match p.output.as_os_str() == "-" {
+                true => "standard output".to_string(),
+                false => p.output.display().to_string(),
+            };
             eprintln!(
                 "lockcast: wrote {} ({} lru_lock holds on {lock}, {} traced waits, {} other events, {} tracks); \
                  open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing",
-                p.output.display(),
+                shown,
                 n.holds,
                 n.waits,
                 n.instants,
@@ -100,12 +104,21 @@ pub(super) fn perfetto_file(
             &rec.lock_name,
         ));
     }
-    write::atomic_write(output, |w| {
-        let mut buf = std::io::BufWriter::new(w);
+    // `-o -`: standard output (it made a file named `-`); the whole timeline is built before a
+    // byte is written, so only the write itself can fail there
+    let write = |w: &mut dyn std::io::Write, name: &str| {
+        // 1 MiB rather than 8 KiB: ~400 writes for the 404 MB of a 2 M-event recording, not
+        // ~50 000 (2.43 -> 2.32 s in 5 alternating runs, inside their spread)
+        let mut buf = std::io::BufWriter::with_capacity(1 << 20, w);
         perfetto::write(&mut buf, &procs)
             .and_then(|()| std::io::Write::flush(&mut buf))
-            .map_err(|e| Error::io(output.display(), e))
-    })?;
+            .map_err(|e| Error::io(name, e))
+    };
+    if output.as_os_str() == "-" {
+        write(&mut std::io::stdout().lock(), "standard output")?;
+    } else {
+        write::atomic_write(output, |w| write(w, &output.display().to_string()))?;
+    }
     Ok((perfetto::counts(&procs), rec.lock_name))
 }
 

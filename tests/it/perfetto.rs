@@ -224,6 +224,30 @@ fn perfetto_export_of_a_perf_data_names_every_task_as_perf_script_does() {
     assert_tasks_and_instants(events, &r);
 }
 
+/// `-o -` writes the JSON to standard output (it made a file named `-`), the same bytes as
+/// `-o FILE`.
+#[test]
+fn perfetto_export_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let capture = fixture(CAPTURE).to_string_lossy().into_owned();
+    let o = lockcast(&["export", "perfetto", &capture, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = std::process::Command::new(env!("CARGO_BIN_EXE_lockcast"))
+        .args(["export", "perfetto", &capture, "-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", stderr(&s));
+    assert!(
+        stderr(&s).contains("wrote standard output"),
+        "{}",
+        stderr(&s)
+    );
+    assert_eq!(s.stdout, std::fs::read(&out).unwrap());
+    assert!(!dir.path().join("-").exists());
+}
+
 #[test]
 fn perfetto_export_of_a_perf_lock_table_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
