@@ -478,6 +478,13 @@ pub trait EventRead {
     fn defer_payloads(&mut self) -> bool {
         false
     }
+    /// Give events with an empty payload where the reader would render it from binary data
+    /// (perf.data: [`crate::perf_data::Reader::leave_payloads`]), for a caller that reads no
+    /// payload; `false` when the reader renders none (the text formats, whose payloads are
+    /// given as read). Call before the first [`EventRead::next_event`].
+    fn leave_payloads(&mut self) -> bool {
+        false
+    }
     /// The payloads deferred since the last call, to render into the events given since then
     /// ([`crate::perf_data::Deferred::render_into`]).
     fn take_deferred(&mut self) -> Option<crate::perf_data::Deferred> {

@@ -241,6 +241,8 @@ struct Ctx {
     typed_last: bool,
     /// The raw payloads of the samples given without their text ([`Reader::defer_payloads`]).
     deferred: Option<Deferred>,
+    /// Payloads are neither rendered nor kept ([`Reader::leave_payloads`]).
+    leave_payloads: bool,
     /// Events given since the last [`Reader::take_deferred`].
     given: u32,
 }
@@ -281,8 +283,19 @@ pub struct Reader<'a> {
     /// A pipe-mode stream is shown to the record reader in time order when it can be
     /// ([`pipe::plan`]); tests turn it off to compare with the stream as it is.
     pipe_in_order: bool,
-    /// Samples are given without their payload text ([`Reader::defer_payloads`]).
-    defer: bool,
+    /// What becomes of each sample's payload.
+    payloads: Payloads,
+}
+
+/// What the reader does with a sample's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Payloads {
+    /// Rendered into the event (the default).
+    Rendered,
+    /// Kept raw for the caller to render ([`Reader::defer_payloads`]).
+    Deferred,
+    /// Neither rendered nor kept ([`Reader::leave_payloads`]).
+    Left,
 }
 
 /// A data section above this many bytes is walked in parts side by side, by the framing check
@@ -334,7 +347,7 @@ impl<'a> Reader<'a> {
             parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARTS)),
             copy_up_to: compact::COPY_UP_TO,
             pipe_in_order: true,
-            defer: false,
+            payloads: Payloads::Rendered,
         }
     }
 
@@ -549,12 +562,16 @@ impl<'a> Reader<'a> {
         if let Some(input) = self.input.take() {
             match self.open(input) {
                 Ok(mut s) => {
-                    if self.defer {
-                        let by_attr = s.ctx.attrs.iter().map(|a| a.format.clone()).collect();
-                        s.ctx.deferred = Some(Deferred::new(deferred::Formats {
-                            by_attr: std::sync::Arc::new(by_attr),
-                            big_endian: s.ctx.big_endian,
-                        }));
+                    match self.payloads {
+                        Payloads::Rendered => {}
+                        Payloads::Deferred => {
+                            let by_attr = s.ctx.attrs.iter().map(|a| a.format.clone()).collect();
+                            s.ctx.deferred = Some(Deferred::new(deferred::Formats {
+                                by_attr: std::sync::Arc::new(by_attr),
+                                big_endian: s.ctx.big_endian,
+                            }));
+                        }
+                        Payloads::Left => s.ctx.leave_payloads = true,
                     }
                     self.state = Some(s)
                 }
@@ -610,7 +627,18 @@ impl<'a> Reader<'a> {
         if self.began {
             return false;
         }
-        self.defer = true;
+        self.payloads = Payloads::Deferred;
+        true
+    }
+
+    /// Give samples with an empty payload, neither rendered nor kept: for a caller that reads
+    /// no payload (the task names of `export perfetto`), which then pays for none. Call before
+    /// the first [`Reader::next_event`]; `false` (and nothing changes) after it.
+    pub fn leave_payloads(&mut self) -> bool {
+        if self.began {
+            return false;
+        }
+        self.payloads = Payloads::Left;
         true
     }
 
@@ -923,6 +951,7 @@ impl<'a> Reader<'a> {
                 values: Vec::new(),
                 typed_last: false,
                 deferred: None,
+                leave_payloads: false,
                 given: 0,
             },
         })
@@ -1749,7 +1778,9 @@ impl State {
                                     ),
                                 )
                             })?;
-                    } else if let (Some(a), Some(raw)) = (attr, s.raw.as_ref()) {
+                    } else if let (false, Some(a), Some(raw)) =
+                        (ctx.leave_payloads, attr, s.raw.as_ref())
+                    {
                         if let Some(f) = &a.format {
                             let data = raw.as_slice();
                             match ctx.deferred.as_mut() {
@@ -1909,6 +1940,9 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn defer_payloads(&mut self) -> bool {
         Reader::defer_payloads(self)
+    }
+    fn leave_payloads(&mut self) -> bool {
+        Reader::leave_payloads(self)
     }
     fn take_deferred(&mut self) -> Option<Deferred> {
         Reader::take_deferred(self)

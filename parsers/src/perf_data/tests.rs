@@ -553,6 +553,40 @@ fn deferred_payloads_give_the_events_of_a_plain_read() {
     }
 }
 
+/// Payloads left unrendered: the events of a plain read, every field but the payload, which
+/// is empty (tracepoint payloads and kallsyms-named call chains).
+#[test]
+fn left_payloads_give_the_events_of_a_plain_read_without_payloads() {
+    for path in [
+        "fixtures/perfdata/micro-16K-replay/perf.data.gz",
+        "fixtures/perfdata/micro-16K-g/perf.data.gz",
+    ] {
+        let bin = gunzip(path);
+        let opts = || Options {
+            kallsyms: Some(fixture_kallsyms()),
+            ..Options::default()
+        };
+        let (plain, _) = read_all(bin.clone(), opts());
+        let mut plain = plain.unwrap();
+        assert!(plain.iter().any(|e| !e.payload.is_empty()), "{path}");
+        let mut r = Reader::with_options(Box::new(Cursor::new(bin)), opts());
+        assert!(r.leave_payloads());
+        let mut got = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            got.push(e);
+        }
+        assert!(got.iter().all(|e| e.payload.is_empty()), "{path}");
+        plain.iter_mut().for_each(|e| e.payload.clear());
+        assert_eq!(got.len(), plain.len(), "{path}");
+        assert!(
+            got == plain,
+            "{path}: the events differ beyond their payloads"
+        );
+        // too late once reading began
+        assert!(!r.leave_payloads());
+    }
+}
+
 /// Payloads rendered raw by the caller are said in the notes once every one was rendered,
 /// as the reader says those it renders itself.
 #[test]
