@@ -137,18 +137,16 @@ pub struct Counts {
     pub tracks: usize,
 }
 
-/// Integer ns as the format's µs with three fractional digits: `1234567` → `1234.567`.
-pub fn micros(ns: i64) -> String {
-    let mut out = Vec::new();
-    // writing into a Vec cannot fail
-    let _ = write_micros(&mut out, ns);
-    String::from_utf8(out).unwrap_or_default()
-}
+/// Integer ns shown as the format's µs with three fractional digits: `1234567` → `1234.567`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Micros(pub i64);
 
-fn write_micros(w: &mut dyn Write, ns: i64) -> io::Result<()> {
-    let sign = if ns < 0 { "-" } else { "" };
-    let a = ns.unsigned_abs();
-    write!(w, "{sign}{}.{:03}", a / 1000, a % 1000)
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let a = self.0.unsigned_abs();
+        write!(f, "{sign}{}.{:03}", a / 1000, a % 1000)
+    }
 }
 
 /// Split slices (sorted by start) into lanes where none overlaps the one before it: each
@@ -366,9 +364,9 @@ pub fn counts(procs: &[Process]) -> Counts {
         n.tracks += 1;
         n.instants += t.instants.len();
         for s in &t.slices {
-            match s.what.cat() {
-                "hold" => n.holds += 1,
-                _ => n.waits += 1,
+            match s.what {
+                What::Hold { .. } => n.holds += 1,
+                What::Wait(_) | What::Queued { .. } => n.waits += 1,
             }
         }
     }
@@ -387,8 +385,9 @@ struct Args<'w> {
 }
 
 impl<'w> Args<'w> {
-    fn open(w: &'w mut dyn Write) -> io::Result<Self> {
-        w.write_all(b"{")?;
+    /// After an event's name: its category, then the opening of its `args`.
+    fn open(w: &'w mut dyn Write, cat: &str) -> io::Result<Self> {
+        write!(w, ",\"cat\":\"{cat}\",\"args\":{{")?;
         Ok(Args { w, first: true })
     }
     fn key(&mut self, k: &str) -> io::Result<&mut dyn Write> {
@@ -416,6 +415,7 @@ impl<'w> Args<'w> {
 
 /// A slice's name and args (`args` keys in the order the viewer lists them).
 fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
+    let cat = what.cat();
     match what {
         What::Hold {
             side,
@@ -425,10 +425,10 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
             lock,
             traced_wait_ns,
         } => {
+            // nothing to escape: a fixed word and a number
             let side = side_name(*side);
-            q(w, &format!("lru_lock {side}: {folios} folios"))?;
-            write!(w, ",\"cat\":\"hold\",\"args\":")?;
-            let mut a = Args::open(w)?;
+            write!(w, "\"lru_lock {side}: {folios} folios\"")?;
+            let mut a = Args::open(w, cat)?;
             a.str("side", side)?;
             a.num("folios", folios)?;
             if let Some(p) = pages {
@@ -455,8 +455,7 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
                 w,
                 &format!("wait {on}{}", if *lru { " (lru_lock)" } else { "" }),
             )?;
-            write!(w, ",\"cat\":\"wait\",\"args\":")?;
-            let mut a = Args::open(w)?;
+            let mut a = Args::open(w, cat)?;
             a.str("lock", lock)?;
             a.opt_str("type", ty.as_deref())?;
             a.opt_str("caller", caller.as_deref())?;
@@ -474,8 +473,7 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
                     false => "wait (lru_lock, untraced)",
                 },
             )?;
-            write!(w, ",\"cat\":\"wait\",\"args\":")?;
-            let mut a = Args::open(w)?;
+            let mut a = Args::open(w, cat)?;
             a.str("lock", lock)?;
             a.num("traced", traced)?;
             a.str("path", path.as_str())?;
@@ -498,8 +496,7 @@ fn write_instant(w: &mut dyn Write, i: &Instant) -> io::Result<()> {
         Kind::Begin { .. } | Kind::End { .. } => ("", None, None),
     };
     q(w, name)?;
-    write!(w, ",\"cat\":\"event\",\"args\":")?;
-    let mut a = Args::open(w)?;
+    let mut a = Args::open(w, "event")?;
     if let Some(p) = pfn {
         a.num("pfn", p)?;
     }
@@ -557,11 +554,12 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             let tid = ti + 1;
             for s in &t.slices {
                 sep(w)?;
-                write!(w, "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
-                write_micros(w, s.ts_ns)?;
-                w.write_all(b",\"dur\":")?;
-                write_micros(w, s.dur_ns)?;
-                w.write_all(b",\"name\":")?;
+                write!(
+                    w,
+                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":",
+                    Micros(s.ts_ns),
+                    Micros(s.dur_ns)
+                )?;
                 write_slice(w, &s.what)?;
                 w.write_all(b"}")?;
             }
@@ -569,10 +567,9 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
                 sep(w)?;
                 write!(
                     w,
-                    "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
+                    "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"name\":",
+                    Micros(i.ts_ns)
                 )?;
-                write_micros(w, i.ts_ns)?;
-                w.write_all(b",\"name\":")?;
                 write_instant(w, i)?;
                 w.write_all(b"}")?;
             }
@@ -599,10 +596,10 @@ mod tests {
 
     #[test]
     fn micros_keep_every_ns() {
-        assert_eq!(micros(114_368_504_523), "114368504.523");
-        assert_eq!(micros(7), "0.007");
-        assert_eq!(micros(0), "0.000");
-        assert_eq!(micros(-1500), "-1.500");
+        assert_eq!(Micros(114_368_504_523).to_string(), "114368504.523");
+        assert_eq!(Micros(7).to_string(), "0.007");
+        assert_eq!(Micros(0).to_string(), "0.000");
+        assert_eq!(Micros(-1500).to_string(), "-1.500");
     }
 
     #[test]
