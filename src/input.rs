@@ -120,7 +120,16 @@ pub fn open_with_progress(path: &str) -> Result<Source> {
         (Box::new(stdin_copy()?), None, None)
     } else {
         if std::path::Path::new(path).is_dir() {
-            return Err(no_capture_in(path));
+            // a caller that reads one file, not a capture directory (`plot whatif`): the
+            // directory may well hold a capture, and saying it holds none was wrong
+            let inside = resolve_dir(path);
+            return Err(match inside == path {
+                true => no_capture_in(path),
+                false => Error::Input(format!(
+                    "{path}: a directory, where this input is one file (the capture in it is \
+                     {inside})"
+                )),
+            });
         }
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         let meta = f.metadata().ok();
@@ -264,6 +273,12 @@ mod tests {
         assert!(resolve_dir(&dir).ends_with("/script-ns.txt.gz"));
         std::fs::write(d.path().join("perf.data"), b"").unwrap();
         assert!(InputSpec::parse(&dir).path.ends_with("/perf.data"));
+        // opened as one file, a directory that holds a capture says which, not that it has none
+        let e = open(&dir).err().unwrap().to_string();
+        assert!(
+            e.contains("where this input is one file") && e.ends_with("/perf.data)"),
+            "{e}"
+        );
         assert_eq!(resolve_dir("-"), "-");
     }
 }
