@@ -141,11 +141,41 @@ pub struct Counts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Micros(pub i64);
 
+impl Micros {
+    /// The text, into `b`: the part of `b` it fills.
+    fn digits(self, b: &mut [u8; 24]) -> &[u8] {
+        let a = self.0.unsigned_abs();
+        let mut frac = a % 1000;
+        let mut at = b.len();
+        for _ in 0..3 {
+            at -= 1;
+            b[at] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        at -= 1;
+        b[at] = b'.';
+        let mut whole = a / 1000;
+        loop {
+            at -= 1;
+            b[at] = b'0' + (whole % 10) as u8;
+            whole /= 10;
+            if whole == 0 {
+                break;
+            }
+        }
+        if self.0 < 0 {
+            at -= 1;
+            b[at] = b'-';
+        }
+        &b[at..]
+    }
+}
+
 impl std::fmt::Display for Micros {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let sign = if self.0 < 0 { "-" } else { "" };
-        let a = self.0.unsigned_abs();
-        write!(f, "{sign}{}.{:03}", a / 1000, a % 1000)
+        let mut b = [0; 24];
+        // ASCII digits, a point and a sign
+        f.write_str(std::str::from_utf8(self.digits(&mut b)).map_err(|_| std::fmt::Error)?)
     }
 }
 
@@ -190,17 +220,39 @@ fn side_name(side: Side) -> &'static str {
     }
 }
 
+/// A measured timeline whose task tracks are not named yet ([`measured`]); [`Unnamed::named`]
+/// makes it a [`Process`]. The names take a read of the capture of their own (on a
+/// perf.data the export's longest), so the timeline is built while that read runs.
+#[derive(Debug)]
+pub struct Unnamed {
+    process: Process,
+    /// The tid of each task track, the last `tids.len()` tracks, in order.
+    tids: Vec<i32>,
+    /// Command names the `contention` table gives its waiting tasks.
+    from_waits: BTreeMap<i64, String>,
+}
+
+impl Unnamed {
+    /// Name each task track `COMM TID`: its name in `comms` (tid → comm), else the waits'
+    /// own comm, else `task`.
+    pub fn named(mut self, comms: &BTreeMap<i32, String>) -> Process {
+        let first = self.process.tracks.len() - self.tids.len();
+        for (track, tid) in self.process.tracks[first..].iter_mut().zip(&self.tids) {
+            let comm = comms
+                .get(tid)
+                .or_else(|| self.from_waits.get(&i64::from(*tid)))
+                .map_or("task", String::as_str);
+            track.name = format!("{comm} {tid}");
+        }
+        self.process
+    }
+}
+
 /// The measured timeline of a capture: the replay's reconstructed `lru_lock` holds
 /// ([`Reconstruction::holds`]), the traced waits of the `contention` table (every lock, as
-/// `report` counts them) and the trace's other events; `comms` names the tasks (tid → comm),
-/// the waits' own comm where it lacks one.
-pub fn measured(
-    name: &str,
-    t: &Trace,
-    rec: &Reconstruction,
-    waits: &DataFrame,
-    comms: &BTreeMap<i32, String>,
-) -> Result<Process> {
+/// `report` counts them) and the trace's other events, on a track per task named by
+/// [`Unnamed::named`].
+pub fn measured(name: &str, t: &Trace, rec: &Reconstruction, waits: &DataFrame) -> Result<Unnamed> {
     let lock_name: Arc<str> = Arc::from(rec.lock_name.as_str());
     let mut holds: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
     for h in &rec.holds {
@@ -226,16 +278,13 @@ pub fn measured(
     let begin = i64s(waits, c::BEGIN_NS)?;
     let end = i64s(waits, c::END_NS)?;
     let mut wait_slices: BTreeMap<Option<u32>, Vec<Slice>> = BTreeMap::new();
-    let mut names: BTreeMap<i64, String> = comms
-        .iter()
-        .map(|(k, v)| (i64::from(*k), v.clone()))
-        .collect();
+    let mut from_waits: BTreeMap<i64, String> = BTreeMap::new();
     for i in 0..waits.height() {
         let (Some(b), Some(e)) = (begin[i], end[i]) else {
             continue;
         };
         if let (Some(t), Some(n)) = (tid[i], &comm[i]) {
-            names.entry(t).or_insert_with(|| n.clone());
+            from_waits.entry(t).or_insert_with(|| n.clone());
         }
         let lock = lock[i].clone().unwrap_or_default();
         let lru = lock == rec.lock_name;
@@ -285,20 +334,22 @@ pub fn measured(
     if let Some(w) = wait_slices.remove(&None) {
         push_lanes(&mut tracks, "waits (CPU not printed)", w);
     }
+    let mut tids = Vec::with_capacity(tasks.len());
     for (tid, instants) in tasks {
-        let comm = names
-            .get(&i64::from(tid))
-            .cloned()
-            .unwrap_or_else(|| "task".into());
+        tids.push(tid);
         tracks.push(Track {
-            name: format!("{comm} {tid}"),
+            name: String::new(),
             slices: Vec::new(),
             instants,
         });
     }
-    Ok(Process {
-        name: name.to_string(),
-        tracks,
+    Ok(Unnamed {
+        process: Process {
+            name: name.to_string(),
+            tracks,
+        },
+        tids,
+        from_waits,
     })
 }
 
@@ -373,48 +424,107 @@ pub fn counts(procs: &[Process]) -> Counts {
     n
 }
 
-/// A JSON string (escaped as `serde_json` escapes).
-fn q(w: &mut dyn Write, s: &str) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, s).map_err(io::Error::from)
+/// The JSON text, built in a byte buffer that goes to the writer a block at a time. A 2 M-event
+/// recording's file is 404 MB of ~10^8 small pieces; written with `write!` into a `dyn Write`,
+/// each piece cost a formatter call and a dynamic dispatch, and the formatting machinery
+/// (`core::fmt::write`, its `Write` adapter, integer `Display`, padding) was ~20% of the
+/// export's CPU time in a profile of that recording.
+struct Out<'w> {
+    w: &'w mut dyn Write,
+    buf: Vec<u8>,
+}
+
+/// What the buffer holds before it is written out.
+const BLOCK: usize = 1 << 20;
+
+impl<'w> Out<'w> {
+    fn new(w: &'w mut dyn Write) -> Self {
+        Out {
+            w,
+            buf: Vec::with_capacity(BLOCK + (BLOCK >> 4)),
+        }
+    }
+
+    fn raw(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+
+    fn int<I: itoa::Integer>(&mut self, v: I) {
+        self.raw(itoa::Buffer::new().format(v).as_bytes());
+    }
+
+    fn micros(&mut self, ns: i64) {
+        self.raw(Micros(ns).digits(&mut [0; 24]));
+    }
+
+    /// A JSON string, escaped as `serde_json` escapes (control characters, `"` and `\`; the
+    /// rest of UTF-8 as it is).
+    fn str(&mut self, s: &str) {
+        if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            // into a Vec: cannot fail
+            let _ = serde_json::to_writer(&mut self.buf, s);
+        } else {
+            self.buf.push(b'"');
+            self.raw(s.as_bytes());
+            self.buf.push(b'"');
+        }
+    }
+
+    /// After each event: write the buffer out once it holds a block.
+    fn event_done(&mut self) -> io::Result<()> {
+        if self.buf.len() >= BLOCK {
+            self.w.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> io::Result<()> {
+        self.w.write_all(&self.buf)
+    }
 }
 
 /// The `"key":value` pairs of one event's `args` object, in order, `,`-separated.
-struct Args<'w> {
-    w: &'w mut dyn Write,
+struct Args<'o, 'w> {
+    o: &'o mut Out<'w>,
     first: bool,
 }
 
-impl<'w> Args<'w> {
+impl<'o, 'w> Args<'o, 'w> {
     /// After an event's name: its category, then the opening of its `args`.
-    fn open(w: &'w mut dyn Write, cat: &str) -> io::Result<Self> {
-        write!(w, ",\"cat\":\"{cat}\",\"args\":{{")?;
-        Ok(Args { w, first: true })
+    fn open(o: &'o mut Out<'w>, cat: &str) -> Self {
+        o.raw(b",\"cat\":\"");
+        o.raw(cat.as_bytes());
+        o.raw(b"\",\"args\":{");
+        Args { o, first: true }
     }
-    fn key(&mut self, k: &str) -> io::Result<&mut dyn Write> {
+    fn key(&mut self, k: &str) -> &mut Out<'w> {
         if !std::mem::take(&mut self.first) {
-            self.w.write_all(b",")?;
+            self.o.raw(b",");
         }
-        write!(self.w, "\"{k}\":")?;
-        Ok(&mut *self.w)
+        self.o.raw(b"\"");
+        self.o.raw(k.as_bytes());
+        self.o.raw(b"\":");
+        self.o
     }
-    fn str(&mut self, k: &str, v: &str) -> io::Result<()> {
-        let w = self.key(k)?;
-        q(w, v)
+    fn str(&mut self, k: &str, v: &str) {
+        self.key(k).str(v);
     }
-    fn opt_str(&mut self, k: &str, v: Option<&str>) -> io::Result<()> {
-        v.map_or(Ok(()), |v| self.str(k, v))
+    fn opt_str(&mut self, k: &str, v: Option<&str>) {
+        if let Some(v) = v {
+            self.str(k, v);
+        }
     }
-    fn num(&mut self, k: &str, v: impl std::fmt::Display) -> io::Result<()> {
-        let w = self.key(k)?;
-        write!(w, "{v}")
+    fn int<I: itoa::Integer>(&mut self, k: &str, v: I) {
+        self.key(k).int(v);
     }
-    fn close(self) -> io::Result<()> {
-        self.w.write_all(b"}")
+    fn close(self) {
+        self.o.raw(b"}");
     }
 }
 
 /// A slice's name and args (`args` keys in the order the viewer lists them).
-fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
+fn write_slice(o: &mut Out, what: &What) {
     let cat = what.cat();
     match what {
         What::Hold {
@@ -427,19 +537,23 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
         } => {
             // nothing to escape: a fixed word and a number
             let side = side_name(*side);
-            write!(w, "\"lru_lock {side}: {folios} folios\"")?;
-            let mut a = Args::open(w, cat)?;
-            a.str("side", side)?;
-            a.num("folios", folios)?;
+            o.raw(b"\"lru_lock ");
+            o.raw(side.as_bytes());
+            o.raw(b": ");
+            o.int(*folios);
+            o.raw(b" folios\"");
+            let mut a = Args::open(o, cat);
+            a.str("side", side);
+            a.int("folios", *folios);
             if let Some(p) = pages {
-                a.num("pages", p)?;
+                a.int("pages", *p);
             }
-            a.str("path", path.as_str())?;
-            a.str("lock", lock)?;
+            a.str("path", path.as_str());
+            a.str("lock", lock);
             if let Some(t) = traced_wait_ns {
-                a.num("traced_wait_ns", t)?;
+                a.int("traced_wait_ns", *t);
             }
-            a.close()
+            a.close();
         }
         What::Wait(wait) => {
             let Wait {
@@ -451,39 +565,37 @@ fn write_slice(w: &mut dyn Write, what: &What) -> io::Result<()> {
                 lru,
             } = wait.as_ref();
             let on = caller.as_deref().unwrap_or(lock);
-            q(
-                w,
-                &format!("wait {on}{}", if *lru { " (lru_lock)" } else { "" }),
-            )?;
-            let mut a = Args::open(w, cat)?;
-            a.str("lock", lock)?;
-            a.opt_str("type", ty.as_deref())?;
-            a.opt_str("caller", caller.as_deref())?;
+            o.str(&format!(
+                "wait {on}{}",
+                if *lru { " (lru_lock)" } else { "" }
+            ));
+            let mut a = Args::open(o, cat);
+            a.str("lock", lock);
+            a.opt_str("type", ty.as_deref());
+            a.opt_str("caller", caller.as_deref());
             if let Some(t) = tid {
-                a.num("tid", t)?;
+                a.int("tid", *t);
             }
-            a.opt_str("comm", comm.as_deref())?;
-            a.close()
+            a.opt_str("comm", comm.as_deref());
+            a.close();
         }
         What::Queued { lock, traced, path } => {
-            q(
-                w,
-                match traced {
-                    true => "wait (lru_lock)",
-                    false => "wait (lru_lock, untraced)",
-                },
-            )?;
-            let mut a = Args::open(w, cat)?;
-            a.str("lock", lock)?;
-            a.num("traced", traced)?;
-            a.str("path", path.as_str())?;
-            a.close()
+            o.str(match traced {
+                true => "wait (lru_lock)",
+                false => "wait (lru_lock, untraced)",
+            });
+            let mut a = Args::open(o, cat);
+            a.str("lock", lock);
+            a.key("traced")
+                .raw(if *traced { b"true" } else { b"false" });
+            a.str("path", path.as_str());
+            a.close();
         }
     }
 }
 
 /// An instant's name and args: the event's fields, then its CPU.
-fn write_instant(w: &mut dyn Write, i: &Instant) -> io::Result<()> {
+fn write_instant(o: &mut Out, i: &Instant) {
     let (name, pfn, order) = match i.kind {
         Kind::Alloc { pfn, order } => ("kmem:mm_page_alloc", Some(pfn), Some(order)),
         Kind::Insert { pfn, .. } => ("pagemap:mm_lru_insertion", Some(pfn), None),
@@ -495,87 +607,100 @@ fn write_instant(w: &mut dyn Write, i: &Instant) -> io::Result<()> {
         // never made into instants (`measured` leaves them out)
         Kind::Begin { .. } | Kind::End { .. } => ("", None, None),
     };
-    q(w, name)?;
-    let mut a = Args::open(w, "event")?;
+    o.str(name);
+    let mut a = Args::open(o, "event");
     if let Some(p) = pfn {
-        a.num("pfn", p)?;
+        a.int("pfn", p);
     }
-    if let Some(o) = order {
-        a.num("order", o)?;
+    if let Some(n) = order {
+        a.int("order", n);
     }
-    a.num("cpu", i.cpu)?;
-    a.close()
+    a.int("cpu", i.cpu);
+    a.close();
 }
 
 /// Write `procs` as one JSON object `{"traceEvents": [...], "displayTimeUnit": "ns"}`: first
 /// the process and thread names (metadata events), then every slice and instant.
 pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
-    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    let mut o = Out::new(w);
+    o.raw(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     let mut first = true;
-    let mut sep = |w: &mut dyn Write| -> io::Result<()> {
+    let mut sep = |o: &mut Out| {
         if !std::mem::take(&mut first) {
-            w.write_all(b",\n")?;
+            o.raw(b",\n");
         }
-        Ok(())
+    };
+    // `{"ph":"M","pid":P,"tid":T,"name":"NAME","args":{"KEY":`
+    let meta = |o: &mut Out, pid: usize, tid: usize, name: &str, key: &str| {
+        o.raw(b"{\"ph\":\"M\",\"pid\":");
+        o.int(pid);
+        o.raw(b",\"tid\":");
+        o.int(tid);
+        o.raw(b",\"name\":\"");
+        o.raw(name.as_bytes());
+        o.raw(b"\",\"args\":{\"");
+        o.raw(key.as_bytes());
+        o.raw(b"\":");
     };
     for (pi, p) in procs.iter().enumerate() {
         let pid = pi + 1;
-        sep(w)?;
-        write!(
-            w,
-            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":"
-        )?;
-        q(w, &p.name)?;
-        w.write_all(b"}}")?;
-        sep(w)?;
-        write!(
-            w,
-            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"name\":\"process_sort_index\",\"args\":{{\"sort_index\":{pid}}}}}"
-        )?;
+        sep(&mut o);
+        meta(&mut o, pid, 0, "process_name", "name");
+        o.str(&p.name);
+        o.raw(b"}}");
+        sep(&mut o);
+        meta(&mut o, pid, 0, "process_sort_index", "sort_index");
+        o.int(pid);
+        o.raw(b"}}");
         for (ti, t) in p.tracks.iter().enumerate() {
             let tid = ti + 1;
-            sep(w)?;
-            write!(
-                w,
-                "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"name\":\"thread_name\",\"args\":{{\"name\":"
-            )?;
-            q(w, &t.name)?;
-            w.write_all(b"}}")?;
-            sep(w)?;
-            write!(
-                w,
-                "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
-            )?;
+            sep(&mut o);
+            meta(&mut o, pid, tid, "thread_name", "name");
+            o.str(&t.name);
+            o.raw(b"}}");
+            sep(&mut o);
+            meta(&mut o, pid, tid, "thread_sort_index", "sort_index");
+            o.int(tid);
+            o.raw(b"}}");
         }
+        o.event_done()?;
     }
     for (pi, p) in procs.iter().enumerate() {
         let pid = pi + 1;
         for (ti, t) in p.tracks.iter().enumerate() {
             let tid = ti + 1;
             for s in &t.slices {
-                sep(w)?;
-                write!(
-                    w,
-                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":",
-                    Micros(s.ts_ns),
-                    Micros(s.dur_ns)
-                )?;
-                write_slice(w, &s.what)?;
-                w.write_all(b"}")?;
+                sep(&mut o);
+                o.raw(b"{\"ph\":\"X\",\"pid\":");
+                o.int(pid);
+                o.raw(b",\"tid\":");
+                o.int(tid);
+                o.raw(b",\"ts\":");
+                o.micros(s.ts_ns);
+                o.raw(b",\"dur\":");
+                o.micros(s.dur_ns);
+                o.raw(b",\"name\":");
+                write_slice(&mut o, &s.what);
+                o.raw(b"}");
+                o.event_done()?;
             }
             for i in &t.instants {
-                sep(w)?;
-                write!(
-                    w,
-                    "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"name\":",
-                    Micros(i.ts_ns)
-                )?;
-                write_instant(w, i)?;
-                w.write_all(b"}")?;
+                sep(&mut o);
+                o.raw(b"{\"ph\":\"i\",\"s\":\"t\",\"pid\":");
+                o.int(pid);
+                o.raw(b",\"tid\":");
+                o.int(tid);
+                o.raw(b",\"ts\":");
+                o.micros(i.ts_ns);
+                o.raw(b",\"name\":");
+                write_instant(&mut o, i);
+                o.raw(b"}");
+                o.event_done()?;
             }
         }
     }
-    w.write_all(b"\n]}\n")
+    o.raw(b"\n]}\n");
+    o.finish()
 }
 
 #[cfg(test)]
@@ -600,6 +725,53 @@ mod tests {
         assert_eq!(Micros(7).to_string(), "0.007");
         assert_eq!(Micros(0).to_string(), "0.000");
         assert_eq!(Micros(-1500).to_string(), "-1.500");
+        assert_eq!(Micros(i64::MIN).to_string(), "-9223372036854775.808");
+        assert_eq!(Micros(i64::MAX).to_string(), "9223372036854775.807");
+    }
+
+    /// Names are written as `serde_json` writes them: quotes, backslashes and control
+    /// characters escaped, the rest of UTF-8 as it is; the text is one JSON object.
+    #[test]
+    fn names_are_escaped_as_serde_json_escapes_them() {
+        let names = [
+            "plain",
+            "a \"quoted\" \\ name",
+            "tab\tand\nnewline\u{1}",
+            "größe ✓",
+        ];
+        let procs: Vec<Process> = names
+            .iter()
+            .map(|n| Process {
+                name: n.to_string(),
+                tracks: vec![Track {
+                    name: format!("{n} 7"),
+                    slices: vec![s(1_500, 2_000)],
+                    instants: Vec::new(),
+                }],
+            })
+            .collect();
+        let mut out = Vec::new();
+        write(&mut out, &procs).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for n in names {
+            assert!(
+                text.contains(&serde_json::to_string(n).unwrap()),
+                "{n:?} in {text}"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let events = v["traceEvents"].as_array().unwrap();
+        assert_eq!(events.len(), 4 * (2 + 2 + 1));
+        let got: Vec<&str> = events
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, names);
+        let slice = events.iter().find(|e| e["ph"] == "X").unwrap();
+        assert_eq!(slice["ts"].as_f64(), Some(1.5));
+        assert_eq!(slice["dur"].as_f64(), Some(2.0));
+        assert_eq!(slice["args"]["traced"], true);
     }
 
     #[test]
