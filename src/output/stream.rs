@@ -8,12 +8,14 @@
 //! time (it was collected in memory whole, and is when no temporary file can be made).
 
 use std::fs::File;
-use std::io::{BufWriter, Seek, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::write::{flatten_lists, row_to_json, write_frame_to, Dest, FileFormat};
+use super::write::{
+    copy_out, flatten_lists, open_into, place, row_to_json, write_frame_to, Dest, FileFormat, Place,
+};
 use crate::error::{Error, Result};
 
 enum State {
@@ -87,8 +89,9 @@ enum Tmp {
         /// without running its drop (`lockcast_parsers::truncation`).
         _cleanup: lockcast_parsers::truncation::Registration,
     },
-    /// An unlinked temporary file for standard output, copied out.
-    Unlinked(File),
+    /// An unlinked temporary file for standard output (`None`) or a device or FIFO
+    /// ([`Place::Into`]), copied out.
+    Unlinked(File, Option<PathBuf>),
 }
 
 /// A table file being written.
@@ -116,7 +119,7 @@ impl TableWriter {
     pub fn to(dest: Dest, format: FileFormat) -> Self {
         let stdout_file = match dest {
             Dest::Stdout => tempfile::tempfile()
-                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f), w)))
+                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f, None), w)))
                 .ok(),
             Dest::File(_) => None,
         };
@@ -249,20 +252,35 @@ impl TableWriter {
     /// standard output and no temporary file could be made (the frames are then kept).
     fn temp(&mut self) -> Result<Option<(Tmp, File)>> {
         match &self.dest {
-            Dest::File(path) => temp_in(path).map(|(tmp, f)| {
-                let path = path.clone();
-                let _cleanup = lockcast_parsers::truncation::remove_on_truncation(tmp.path());
-                Some((
-                    Tmp::Beside {
-                        tmp,
-                        path,
-                        _cleanup,
-                    },
-                    f,
-                ))
-            }),
+            Dest::File(path) => {
+                let path = match place(path) {
+                    Place::Beside(p) => p,
+                    Place::Into(node) => {
+                        let f = tempfile::tempfile()
+                            .and_then(|f| f.try_clone().map(|w| (f, w)))
+                            .map_err(|e| Error::io(node.display(), e))?;
+                        return Ok(Some((Tmp::Unlinked(f.0, Some(node)), f.1)));
+                    }
+                };
+                self.temp_beside(path)
+            }
             Dest::Stdout => Ok(self.stdout_file.take()),
         }
+    }
+
+    /// A temporary file beside the file `path`, renamed onto it at the end.
+    fn temp_beside(&self, path: PathBuf) -> Result<Option<(Tmp, File)>> {
+        temp_in(&path).map(|(tmp, f)| {
+            let _cleanup = lockcast_parsers::truncation::remove_on_truncation(tmp.path());
+            Some((
+                Tmp::Beside {
+                    tmp,
+                    path,
+                    _cleanup,
+                },
+                f,
+            ))
+        })
     }
 
     fn open_csv(&self, tmp: Tmp, file: File, df: &DataFrame) -> Result<State> {
@@ -347,13 +365,11 @@ impl TableWriter {
                     .map_err(|e| Error::io(path.display(), e.error))?;
                 Ok(())
             }
-            Tmp::Unlinked(mut f) => {
-                let name = self.dest.display();
-                f.rewind().map_err(|e| Error::io(&name, e))?;
-                let mut out = std::io::stdout().lock();
-                std::io::copy(&mut f, &mut out)
-                    .and_then(|_| out.flush())
-                    .map_err(|e| Error::io(&name, e))
+            Tmp::Unlinked(mut f, None) => {
+                copy_out(&mut f, &mut std::io::stdout().lock(), &self.dest.display())
+            }
+            Tmp::Unlinked(mut f, Some(node)) => {
+                copy_out(&mut f, &mut open_into(&node)?, &self.dest.display())
             }
         }
     }

@@ -86,7 +86,10 @@ pub fn resolve(
         (None, Some(e)) => e,
         (None, None) => FileFormat::Parquet,
     };
-    if by_ext.is_some() {
+    // a path that is there and is not a directory (`/dev/null`, a FIFO, a file without an
+    // extension) is one file, whatever its name
+    let a_file = std::fs::metadata(out).is_ok_and(|m| !m.is_dir());
+    if by_ext.is_some() || a_file {
         if tables.len() > 1 {
             return Err(Error::Usage(format!("{} file: give -o DIR", several())));
         }

@@ -62,8 +62,69 @@ impl Dest {
     }
 }
 
-/// Write `bytes`-producing closure output to `path` atomically.
+/// What an output path names now, and so how a complete output gets there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Nothing yet, or a regular file: a temporary file beside it is renamed onto this path
+    /// (a symlink's target, so the link stays a link).
+    Beside(PathBuf),
+    /// A device, FIFO or socket (`/dev/null`, `/dev/stdout`, a shell's `>(gzip > f)`): a
+    /// file renamed onto it would replace the node itself (as root, `/dev/null` too), so the
+    /// complete output is copied into it instead, as to standard output.
+    Into(PathBuf),
+}
+
+/// Where the output for `path` goes ([`Place`]). A directory, or a path that cannot be
+/// looked at, is left to the writing to fail on and name.
+pub(crate) fn place(path: &Path) -> Place {
+    // through symlinks
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() => {
+            let link = fs::symlink_metadata(path).is_ok_and(|l| l.file_type().is_symlink());
+            match link.then(|| fs::canonicalize(path).ok()).flatten() {
+                Some(target) => Place::Beside(target),
+                None => Place::Beside(path.to_path_buf()),
+            }
+        }
+        Ok(m) if !m.is_dir() => Place::Into(path.to_path_buf()),
+        _ => Place::Beside(path.to_path_buf()),
+    }
+}
+
+/// Copy the complete output in `tmp` (an unlinked temporary file) to `out`, named `name`.
+pub(crate) fn copy_out(tmp: &mut fs::File, out: &mut dyn Write, name: &str) -> Result<()> {
+    use std::io::Seek;
+    tmp.rewind()
+        .and_then(|()| std::io::copy(tmp, out))
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::io(name, e))
+}
+
+/// Open the node `path` of a [`Place::Into`] for writing.
+pub(crate) fn open_into(path: &Path) -> Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path.display(), e))
+}
+
+/// Write `bytes`-producing closure output to `path` atomically: into a temporary file renamed
+/// into place when complete, or, for a device or FIFO ([`Place::Into`]), copied into it.
 pub fn atomic_write(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let path = match place(path) {
+        Place::Beside(p) => p,
+        Place::Into(node) => {
+            let name = node.display().to_string();
+            let mut tmp = tempfile::tempfile().map_err(|e| Error::io(&name, e))?;
+            {
+                let mut w = BufWriter::new(&mut tmp);
+                f(&mut w)?;
+                w.flush().map_err(|e| Error::io(&name, e))?;
+            }
+            return copy_out(&mut tmp, &mut open_into(&node)?, &name);
+        }
+    };
+    let path = path.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -227,5 +288,45 @@ fn any_to_json(v: AnyValue<'_>) -> serde_json::Value {
                 .collect(),
         ),
         other => J::String(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A symlink to a file is written through (the link stays a link, the file it names gets
+    /// the output); a FIFO is written into; anything else is written beside and renamed.
+    #[test]
+    fn outputs_go_where_the_path_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.csv");
+        fs::write(&file, "old").unwrap();
+        let link = dir.path().join("link.csv");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(
+            place(&link),
+            Place::Beside(fs::canonicalize(&file).unwrap())
+        );
+        atomic_write(&link, |w| {
+            w.write_all(b"new").map_err(|e| Error::io("t", e))
+        })
+        .unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        let fresh = dir.path().join("fresh.csv");
+        assert_eq!(place(&fresh), Place::Beside(fresh.clone()));
+        assert_eq!(place(dir.path()), Place::Beside(dir.path().to_path_buf()));
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(place(&fifo), Place::Into(fifo.clone()));
     }
 }

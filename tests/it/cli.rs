@@ -385,3 +385,59 @@ fn cli_stdin_is_read_twice_from_its_copy() {
     assert!(counts(&from_stdin).contains(&"page_alloc: 20801 rows".to_string()));
     assert_eq!(counts(&from_stdin), counts(&named));
 }
+
+/// An output path naming a FIFO (as `/dev/null`, `/dev/stdout` or a shell's `>(...)` name a
+/// device or a pipe) gets the bytes a file gets, and stays a FIFO. The complete output used to
+/// be renamed onto the path, which replaced the node with a regular file: as root, `-o
+/// /dev/null` replaced `/dev/null` itself. `parse` took a path without an extension for a
+/// directory to create, even when it was there and was not one.
+#[test]
+fn outputs_into_a_fifo_leave_it_a_fifo() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let capture = fixture("replay/micro-16K-r1/script-ns.txt.gz")
+        .to_string_lossy()
+        .into_owned();
+    let runs: [(&[&str], &str); 2] = [
+        (&["export", "perfetto", &capture], "t.json"),
+        (
+            &["parse", &capture, "--table", "contention", "--to", "csv"],
+            "t.csv",
+        ),
+    ];
+    for (args, name) in runs {
+        let file = dir.path().join(name);
+        let o = lockcast(&[args, &["-o", file.to_str().unwrap()]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let want = std::fs::read(&file).unwrap();
+        assert!(want.len() > 1000, "{args:?}");
+        let reader = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || std::fs::read(fifo).unwrap()
+        });
+        // a writer of our own, held over the run: the reader sees the end when it is closed
+        // after the run, also when the run never opened the FIFO or renamed a file onto its
+        // path (then the reader gets nothing, and the test fails instead of waiting forever)
+        let held = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let o = lockcast(&[args, &["-o", fifo.to_str().unwrap()]].concat());
+        drop(held);
+        let got = reader.join().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(
+            std::fs::metadata(&fifo).unwrap().file_type().is_fifo(),
+            "{args:?} replaced the FIFO"
+        );
+        assert!(
+            got == want,
+            "{args:?}: {} bytes, a file got {}",
+            got.len(),
+            want.len()
+        );
+    }
+}
