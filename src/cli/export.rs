@@ -70,21 +70,44 @@ pub(super) fn perfetto_file(
     output: &Path,
 ) -> Result<(perfetto::Counts, String)> {
     // The task names take a read of every event with its command name (the record reader, on
-    // a perf.data the longest of the three reads): on another CPU, beside the other two and
-    // the building of the timelines, which leave its tracks' names for last.
-    let (built, comms) = std::thread::scope(|s| {
+    // a perf.data the longest of the three reads): on another CPU, beside the other two. The
+    // timeline is built after it, not beside it: that was 10% faster on a 2 M-event
+    // recording (1.25 -> 1.13 s) for a third more peak memory (350 -> 464 MiB), the reader's
+    // memory and the built timeline held at once.
+    let (read, comms) = std::thread::scope(|s| {
         let names = s.spawn(|| task_names(capture, open));
-        let built = timelines(capture, lock, whatif, open);
+        let read = read_measured(capture, lock, open);
         // a panic there is this program's fault: it stays one (exit code 1), as on this thread
         let comms = names
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (built, comms)
+        (read, comms)
     });
-    let (measured, predicted, lock_name) = built?;
+    let (t, ropts, rec, waits) = read?;
     let comms = comms?;
-    let mut procs = vec![measured.named(&comms)];
-    procs.extend(predicted);
+    let mut procs = vec![perfetto::measured(
+        &format!("measured: {capture}"),
+        &t,
+        &rec,
+        &waits.contention,
+        &comms,
+    )?];
+    if let Some(w) = whatif {
+        let ctx = whatif::context(&t);
+        let policy = registry::make_lock(&w.policy, &w.set, &ctx)?;
+        let o = whatif::Options {
+            reconstruct: ropts,
+            observation: w.observation,
+            ..Default::default()
+        };
+        let (cpus, _, grants) = whatif::timeline::grants(&t, &rec, policy.as_ref(), &ctx, &o)?;
+        procs.push(perfetto::predicted(
+            &format!("predicted: {}", w.policy),
+            &cpus,
+            &grants,
+            &rec.lock_name,
+        ));
+    }
     // `-o -`: standard output (it made a file named `-`); the whole timeline is built before a
     // byte is written, so only the write itself can fail there
     // (the writer gets the text in blocks of 1 MiB: no buffer here)
@@ -98,38 +121,7 @@ pub(super) fn perfetto_file(
     } else {
         write::atomic_write(output, |w| write(w, &output.display().to_string()))?;
     }
-    Ok((perfetto::counts(&procs), lock_name))
-}
-
-/// The measured timeline of `capture` (its task tracks not yet named), the what-if replay's
-/// when asked, and the lock taken as `lru_lock`.
-fn timelines(
-    capture: &str,
-    lock: Option<String>,
-    whatif: Option<&Whatif>,
-    open: &lockcast::capture::OpenOptions,
-) -> Result<(perfetto::Unnamed, Option<perfetto::Process>, String)> {
-    let (t, ropts, rec, waits) = read_measured(capture, lock, open)?;
-    let measured =
-        perfetto::measured(&format!("measured: {capture}"), &t, &rec, &waits.contention)?;
-    let mut predicted = None;
-    if let Some(w) = whatif {
-        let ctx = whatif::context(&t);
-        let policy = registry::make_lock(&w.policy, &w.set, &ctx)?;
-        let o = whatif::Options {
-            reconstruct: ropts,
-            observation: w.observation,
-            ..Default::default()
-        };
-        let (cpus, _, grants) = whatif::timeline::grants(&t, &rec, policy.as_ref(), &ctx, &o)?;
-        predicted = Some(perfetto::predicted(
-            &format!("predicted: {}", w.policy),
-            &cpus,
-            &grants,
-            &rec.lock_name,
-        ));
-    }
-    Ok((measured, predicted, rec.lock_name))
+    Ok((perfetto::counts(&procs), rec.lock_name))
 }
 
 /// The capture read the way the replay reads it, its holds rebuilt, and its `contention` table.

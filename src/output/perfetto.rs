@@ -220,39 +220,17 @@ fn side_name(side: Side) -> &'static str {
     }
 }
 
-/// A measured timeline whose task tracks are not named yet ([`measured`]); [`Unnamed::named`]
-/// makes it a [`Process`]. The names take a read of the capture of their own (on a
-/// perf.data the export's longest), so the timeline is built while that read runs.
-#[derive(Debug)]
-pub struct Unnamed {
-    process: Process,
-    /// The tid of each task track, the last `tids.len()` tracks, in order.
-    tids: Vec<i32>,
-    /// Command names the `contention` table gives its waiting tasks.
-    from_waits: BTreeMap<i64, String>,
-}
-
-impl Unnamed {
-    /// Name each task track `COMM TID`: its name in `comms` (tid → comm), else the waits'
-    /// own comm, else `task`.
-    pub fn named(mut self, comms: &BTreeMap<i32, String>) -> Process {
-        let first = self.process.tracks.len() - self.tids.len();
-        for (track, tid) in self.process.tracks[first..].iter_mut().zip(&self.tids) {
-            let comm = comms
-                .get(tid)
-                .or_else(|| self.from_waits.get(&i64::from(*tid)))
-                .map_or("task", String::as_str);
-            track.name = format!("{comm} {tid}");
-        }
-        self.process
-    }
-}
-
 /// The measured timeline of a capture: the replay's reconstructed `lru_lock` holds
 /// ([`Reconstruction::holds`]), the traced waits of the `contention` table (every lock, as
-/// `report` counts them) and the trace's other events, on a track per task named by
-/// [`Unnamed::named`].
-pub fn measured(name: &str, t: &Trace, rec: &Reconstruction, waits: &DataFrame) -> Result<Unnamed> {
+/// `report` counts them) and the trace's other events; `comms` names the tasks (tid → comm),
+/// the waits' own comm where it lacks one.
+pub fn measured(
+    name: &str,
+    t: &Trace,
+    rec: &Reconstruction,
+    waits: &DataFrame,
+    comms: &BTreeMap<i32, String>,
+) -> Result<Process> {
     let lock_name: Arc<str> = Arc::from(rec.lock_name.as_str());
     let mut holds: BTreeMap<u32, Vec<Slice>> = BTreeMap::new();
     for h in &rec.holds {
@@ -278,13 +256,16 @@ pub fn measured(name: &str, t: &Trace, rec: &Reconstruction, waits: &DataFrame) 
     let begin = i64s(waits, c::BEGIN_NS)?;
     let end = i64s(waits, c::END_NS)?;
     let mut wait_slices: BTreeMap<Option<u32>, Vec<Slice>> = BTreeMap::new();
-    let mut from_waits: BTreeMap<i64, String> = BTreeMap::new();
+    let mut names: BTreeMap<i64, String> = comms
+        .iter()
+        .map(|(k, v)| (i64::from(*k), v.clone()))
+        .collect();
     for i in 0..waits.height() {
         let (Some(b), Some(e)) = (begin[i], end[i]) else {
             continue;
         };
         if let (Some(t), Some(n)) = (tid[i], &comm[i]) {
-            from_waits.entry(t).or_insert_with(|| n.clone());
+            names.entry(t).or_insert_with(|| n.clone());
         }
         let lock = lock[i].clone().unwrap_or_default();
         let lru = lock == rec.lock_name;
@@ -334,22 +315,20 @@ pub fn measured(name: &str, t: &Trace, rec: &Reconstruction, waits: &DataFrame) 
     if let Some(w) = wait_slices.remove(&None) {
         push_lanes(&mut tracks, "waits (CPU not printed)", w);
     }
-    let mut tids = Vec::with_capacity(tasks.len());
     for (tid, instants) in tasks {
-        tids.push(tid);
+        let comm = names
+            .get(&i64::from(tid))
+            .cloned()
+            .unwrap_or_else(|| "task".into());
         tracks.push(Track {
-            name: String::new(),
+            name: format!("{comm} {tid}"),
             slices: Vec::new(),
             instants,
         });
     }
-    Ok(Unnamed {
-        process: Process {
-            name: name.to_string(),
-            tracks,
-        },
-        tids,
-        from_waits,
+    Ok(Process {
+        name: name.to_string(),
+        tracks,
     })
 }
 
