@@ -10,7 +10,13 @@
 #   (d) with --base PATH (an older lockcast build): its parse and report in the same rounds,
 #       and the ratios old / new;
 #   (e) `lockcast export perfetto perf.data -o FILE.json` (the timeline for a trace viewer),
-#       with its peak RSS, and with --base the base's time and peak RSS beside it.
+#       with its peak RSS, and with --base the base's time and peak RSS beside it; FILE is in
+#       /dev/shm when there is one (a memory file system: written to disk, the 404 MB of a
+#       2 M-event recording's export met the kernel's writeback throttling, which added 0.3 to
+#       1 s to single runs and drowned the medians);
+#   (f) `lockcast flamegraph perf.data -o FILE.folded` (its time whatever its exit code: a
+#       recording without call chains is an error, found after reading the waits), and with
+#       --base the base's.
 #
 # Input: fixtures/perfdata/micro-16K-replay/perf.data.gz (decompressed once to a temp file), or
 # --data FILE (any perf.data with tracepoints). Needs perf (the text path) and a lockcast binary
@@ -37,6 +43,12 @@
 # 2.0 M events), --base main@a23544a, load ~1:
 #   export perfetto 2.098 s (base 7.630 s: 3.63x), peak RSS 353 MiB (base 2098 MiB); parse and
 #   report unchanged (1.02x, 0.99x, 1.00x)
+# Measured 2026-12-07 (session 41), --repeats 5, the same recording, --base main@78006d5, the
+# export to /dev/shm, load ~0.5:
+#   export perfetto 1.269 s (base 1.796 s: 1.41x), peak RSS 350 MiB (base 347 MiB); flamegraph
+#   0.168 s (base 1.482 s: 8.83x; the recording has no call chains, both exit 3); parse and
+#   report unchanged code (0.98x, 0.93x, 0.95x here; parse events again, 7 alternating runs:
+#   1.243 vs 1.208 s); report 0.236 s, perf lock contention 0.218 s: 0.92x
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
@@ -50,7 +62,7 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     --lockcast) LOCKCAST=$2; shift 2 ;;
     --base) BASE=$2; shift 2 ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
     *) echo "$PROG: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -58,13 +70,17 @@ command -v perf >/dev/null || { echo "$PROG: perf not found" >&2; exit 2; }
 [ -x "$LOCKCAST" ] || { echo "$PROG: no lockcast binary at $LOCKCAST (cargo build --release, or --lockcast PATH)" >&2; exit 2; }
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$PROG: no lockcast binary at --base $BASE" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/lockcast-bench-perfdata.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+out=$tmp
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  out=$(mktemp -d /dev/shm/lockcast-bench-perfdata.XXXXXX)
+fi
+trap 'rm -rf "$tmp" "$out"' EXIT
 if [ -z "$DATA" ]; then
   zcat "$here/fixtures/perfdata/micro-16K-replay/perf.data.gz" > "$tmp/perf.data"
   DATA=$tmp/perf.data
 fi
 now() { date +%s.%N; }
-direct=() text=() rep=() plc=() bdirect=() brep=() ev=() bev=() ex=() bex=()
+direct=() text=() rep=() plc=() bdirect=() brep=() ev=() bev=() ex=() bex=() fl=() bfl=()
 for i in $(seq 1 "$REPEATS"); do
   if [ -n "$BASE" ]; then
     rm -rf "$tmp/o"; t0=$(now)
@@ -76,9 +92,12 @@ for i in $(seq 1 "$REPEATS"); do
     t0=$(now)
     "$BASE" report "$DATA" > /dev/null 2>&1
     t1=$(now); brep+=("$(echo "$t1 - $t0" | bc)")
-    rm -f "$tmp/p.json"; t0=$(now)
-    "$BASE" export perfetto "$DATA" -o "$tmp/p.json" > /dev/null 2>&1
+    rm -f "$out/p.json"; t0=$(now)
+    "$BASE" export perfetto "$DATA" -o "$out/p.json" > /dev/null 2>&1
     t1=$(now); bex+=("$(echo "$t1 - $t0" | bc)")
+    t0=$(now)
+    "$BASE" flamegraph "$DATA" -o "$out/f.folded" > /dev/null 2>&1 || true
+    t1=$(now); bfl+=("$(echo "$t1 - $t0" | bc)")
   fi
   rm -rf "$tmp/o"; t0=$(now)
   "$LOCKCAST" parse --table all "$DATA" -o "$tmp/o" --to parquet 2>/dev/null
@@ -95,11 +114,14 @@ for i in $(seq 1 "$REPEATS"); do
   t0=$(now)
   perf lock contention -i "$DATA" > /dev/null 2>&1
   t1=$(now); plc+=("$(echo "$t1 - $t0" | bc)")
-  rm -f "$tmp/p.json"; t0=$(now)
-  "$LOCKCAST" export perfetto "$DATA" -o "$tmp/p.json" > /dev/null 2>&1
+  rm -f "$out/p.json"; t0=$(now)
+  "$LOCKCAST" export perfetto "$DATA" -o "$out/p.json" > /dev/null 2>&1
   t1=$(now); ex+=("$(echo "$t1 - $t0" | bc)")
+  t0=$(now)
+  "$LOCKCAST" flamegraph "$DATA" -o "$out/f.folded" > /dev/null 2>&1 || true
+  t1=$(now); fl+=("$(echo "$t1 - $t0" | bc)")
 done
-rm -f "$tmp/p.json"
+rm -f "$out/p.json"
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 md=$(median "${direct[@]}"); mt=$(median "${text[@]}")
 echo "input: $DATA ($(stat -c %s "$DATA") bytes), $REPEATS rounds, lockcast $LOCKCAST"
@@ -112,16 +134,18 @@ mr=$(median "${rep[@]}"); mp=$(median "${plc[@]}")
 printf '%-58s %8.3f s\n' "lockcast report perf.data" "$mr"
 printf '%-58s %8.3f s\n' "perf lock contention -i perf.data" "$mp"
 echo "ratio (perf lock contention / lockcast report): $(echo "scale=2; $mp / $mr" | bc)x"
-mx=$(median "${ex[@]}")
+mx=$(median "${ex[@]}"); mf=$(median "${fl[@]}")
 printf '%-58s %8.3f s\n' "lockcast export perfetto perf.data" "$mx"
+printf '%-58s %8.3f s\n' "lockcast flamegraph perf.data" "$mf"
 if [ -n "$BASE" ]; then
   mbd=$(median "${bdirect[@]}"); mbr=$(median "${brep[@]}"); mbe=$(median "${bev[@]}")
   printf '%-58s %8.3f s\n' "base: lockcast parse --table all perf.data" "$mbd"
   printf '%-58s %8.3f s\n' "base: lockcast parse --table events perf.data" "$mbe"
   printf '%-58s %8.3f s\n' "base: lockcast report perf.data" "$mbr"
-  mbx=$(median "${bex[@]}")
+  mbx=$(median "${bex[@]}"); mbf=$(median "${bfl[@]}")
   printf '%-58s %8.3f s\n' "base: lockcast export perfetto perf.data" "$mbx"
-  echo "ratio (base / lockcast): parse all $(echo "scale=2; $mbd / $md" | bc)x, parse events $(echo "scale=2; $mbe / $me" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x, export perfetto $(echo "scale=2; $mbx / $mx" | bc)x (base $BASE)"
+  printf '%-58s %8.3f s\n' "base: lockcast flamegraph perf.data" "$mbf"
+  echo "ratio (base / lockcast): parse all $(echo "scale=2; $mbd / $md" | bc)x, parse events $(echo "scale=2; $mbe / $me" | bc)x, report $(echo "scale=2; $mbr / $mr" | bc)x, export perfetto $(echo "scale=2; $mbx / $mx" | bc)x, flamegraph $(echo "scale=2; $mbf / $mf" | bc)x (base $BASE)"
 fi
 if [ -x /usr/bin/time ]; then
   rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
@@ -130,11 +154,11 @@ if [ -x /usr/bin/time ]; then
   kr=$(rss "$LOCKCAST" report "$DATA")
   mb=$(echo "scale=1; $(stat -c %s "$DATA") / 1048576" | bc)
   echo "peak RSS: parse --table all $((kp / 1024)) MiB, report $((kr / 1024)) MiB, file $mb MiB"
-  kx=$(rss "$LOCKCAST" export perfetto "$DATA" -o "$tmp/p.json")
-  rm -f "$tmp/p.json"
+  kx=$(rss "$LOCKCAST" export perfetto "$DATA" -o "$out/p.json")
+  rm -f "$out/p.json"
   if [ -n "$BASE" ]; then
-    kbx=$(rss "$BASE" export perfetto "$DATA" -o "$tmp/p.json")
-    rm -f "$tmp/p.json"
+    kbx=$(rss "$BASE" export perfetto "$DATA" -o "$out/p.json")
+    rm -f "$out/p.json"
     echo "peak RSS: export perfetto $((kx / 1024)) MiB, base $((kbx / 1024)) MiB"
   else
     echo "peak RSS: export perfetto $((kx / 1024)) MiB"
