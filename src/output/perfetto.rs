@@ -609,12 +609,18 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             o.raw(b",\n");
         }
     };
-    // `{"ph":"M","pid":P,"tid":T,"name":"NAME","args":{"KEY":`
-    let meta = |o: &mut Out, pid: usize, tid: usize, name: &str, key: &str| {
-        o.raw(b"{\"ph\":\"M\",\"pid\":");
+    // `{"ph":PH,"pid":P,"tid":T` (PH as given, with what goes before `pid`)
+    let event = |o: &mut Out, ph: &[u8], pid: usize, tid: usize| {
+        o.raw(b"{\"ph\":");
+        o.raw(ph);
+        o.raw(b",\"pid\":");
         o.int(pid);
         o.raw(b",\"tid\":");
         o.int(tid);
+    };
+    // `{"ph":"M","pid":P,"tid":T,"name":"NAME","args":{"KEY":`
+    let meta = |o: &mut Out, pid: usize, tid: usize, name: &str, key: &str| {
+        event(o, b"\"M\"", pid, tid);
         o.raw(b",\"name\":\"");
         o.raw(name.as_bytes());
         o.raw(b"\",\"args\":{\"");
@@ -650,10 +656,7 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             let tid = ti + 1;
             for s in &t.slices {
                 sep(&mut o);
-                o.raw(b"{\"ph\":\"X\",\"pid\":");
-                o.int(pid);
-                o.raw(b",\"tid\":");
-                o.int(tid);
+                event(&mut o, b"\"X\"", pid, tid);
                 o.raw(b",\"ts\":");
                 o.micros(s.ts_ns);
                 o.raw(b",\"dur\":");
@@ -665,10 +668,7 @@ pub fn write(w: &mut dyn Write, procs: &[Process]) -> io::Result<()> {
             }
             for i in &t.instants {
                 sep(&mut o);
-                o.raw(b"{\"ph\":\"i\",\"s\":\"t\",\"pid\":");
-                o.int(pid);
-                o.raw(b",\"tid\":");
-                o.int(tid);
+                event(&mut o, b"\"i\",\"s\":\"t\"", pid, tid);
                 o.raw(b",\"ts\":");
                 o.micros(i.ts_ns);
                 o.raw(b",\"name\":");

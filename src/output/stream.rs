@@ -256,10 +256,10 @@ impl TableWriter {
                 let path = match place(path) {
                     Place::Beside(p) => p,
                     Place::Into(node) => {
-                        let f = tempfile::tempfile()
+                        let (tmp, w) = tempfile::tempfile()
                             .and_then(|f| f.try_clone().map(|w| (f, w)))
                             .map_err(|e| Error::io(node.display(), e))?;
-                        return Ok(Some((Tmp::Unlinked(f.0, Some(node)), f.1)));
+                        return Ok(Some((Tmp::Unlinked(tmp, Some(node)), w)));
                     }
                 };
                 self.temp_beside(path)
