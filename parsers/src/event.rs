@@ -471,6 +471,15 @@ pub trait EventRead {
     fn typed_samples(&mut self) -> Result<Option<crate::perf_data::TypedParts>, crate::Error> {
         Ok(None)
     }
+    /// Each task's command name at its first event (tid → the `comm` of that event), when
+    /// the reader can find them for less than reading every event (perf.data:
+    /// [`crate::perf_data::Reader::task_names`]); `Ok(None)`: read the events. Call instead of
+    /// the first [`EventRead::next_event`].
+    fn task_names(
+        &mut self,
+    ) -> Result<Option<std::collections::BTreeMap<i32, String>>, crate::Error> {
+        Ok(None)
+    }
     /// Give events without the payload text a reader renders from binary data, for the caller
     /// to render on another thread (perf.data: [`crate::perf_data::Reader::defer_payloads`]);
     /// `false` when the reader has none to defer (the text formats), which then give every

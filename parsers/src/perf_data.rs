@@ -78,6 +78,7 @@ mod compact;
 mod deferred;
 mod framing;
 pub mod kallsyms;
+mod names;
 mod pipe;
 pub mod print_fmt;
 mod spill;
@@ -88,7 +89,7 @@ mod view;
 pub use bulk::{InOrder, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
 pub use deferred::Deferred;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Read};
 
 use linux_perf_data::linux_perf_event_reader::{
@@ -555,6 +556,60 @@ impl<'a> Reader<'a> {
         self.began = true;
         self.finish();
         Ok(Some(out))
+    }
+
+    /// Each task's command name at its first sample (tid → the `comm` [`Reader::next_event`]
+    /// gives that sample), from one pass over the file that parses only COMM and FORK records
+    /// and each sample's tid and time ([`names`]). Call instead of the first
+    /// [`Reader::next_event`]; afterwards the reader is at its end. `Ok(None)`: this file
+    /// needs the record reader (pipe mode, call chains, compressed records, COMM and FORK
+    /// records without a timestamp, or anything the walk does not expect): read it with
+    /// [`Reader::next_event`], which then starts from the beginning.
+    pub fn task_names(&mut self) -> Result<Option<BTreeMap<i32, String>>, Error> {
+        if self.began || self.finished || self.only.is_some() {
+            return Ok(None);
+        }
+        self.ensure_open()?;
+        let Some(st) = self.state.as_mut() else {
+            return Ok(None);
+        };
+        let (Some((from, to)), Some(buf)) = (st.data, st.buf.as_ref()) else {
+            return Ok(None);
+        };
+        if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
+            return Ok(None);
+        }
+        // where the record reader takes a COMM or FORK record's timestamp from: one place
+        // for every attr, or the attr of each record would have to be found first
+        let mut at = st
+            .ctx
+            .parse_infos
+            .iter()
+            .map(|p| p.nonsample_record_time_offset_from_end);
+        let Some(Some(time_from_end)) = at.next() else {
+            return Ok(None);
+        };
+        if at.any(|t| t != Some(time_from_end)) {
+            return Ok(None);
+        }
+        let ids = if st.sample_types.len() > 1 {
+            attr_ids(&buf.0)
+        } else {
+            IdMap::default()
+        };
+        let bytes: &bytes::Bytes = &buf.0;
+        let Some(data) = bytes.get(from..to) else {
+            return Ok(None);
+        };
+        let Some(names) = names::walk(data, &st.sample_types, &ids, usize::from(time_from_end))
+        else {
+            return Ok(None);
+        };
+        st.iter = None;
+        st.buf = None;
+        self.began = true;
+        self.finish();
+        Ok(Some(names))
     }
 
     /// Read the input whole on first use ([`Reader::open`]); an error there ends the reader.
@@ -1937,6 +1992,9 @@ impl crate::event::EventRead for Reader<'_> {
     }
     fn typed_samples(&mut self) -> Result<Option<TypedParts>, Error> {
         Reader::typed_samples(self)
+    }
+    fn task_names(&mut self) -> Result<Option<BTreeMap<i32, String>>, Error> {
+        Reader::task_names(self)
     }
     fn defer_payloads(&mut self) -> bool {
         Reader::defer_payloads(self)

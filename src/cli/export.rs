@@ -158,6 +158,12 @@ fn task_names(
         block: None,
     };
     let mut rd = lockcast::capture::open(&spec, open)?.events("an export")?;
+    // A perf.data the one-pass walk can take: only its COMM and FORK records and each
+    // sample's tid and time (on a 2 M-event recording 0.08 s of CPU, against ~1 s for the
+    // read below)
+    if let Some(names) = rd.task_names().map_err(|e| Error::parse(path, e))? {
+        return Ok(names);
+    }
     // Only tids and command names are read: a perf.data reader leaves the payloads
     // unrendered, and one event is reused. On a 2 M-event recording this read took 1.55 s
     // rendering every payload into a new event (the export's reads one after another).

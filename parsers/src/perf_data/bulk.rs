@@ -628,16 +628,16 @@ pub(super) fn sort(out: &mut TypedSamples) {
 }
 
 /// A sample body's fields up to `RAW`.
-struct Sample<'a> {
+pub(super) struct Sample<'a> {
     attr: usize,
-    time: u64,
+    pub(super) time: u64,
     cpu: Option<u32>,
     pid: Option<i32>,
-    tid: Option<i32>,
+    pub(super) tid: Option<i32>,
     raw: Option<&'a [u8]>,
 }
 
-fn read_sample<'a>(
+pub(super) fn read_sample<'a>(
     b: &'a [u8],
     sample_types: &[u64],
     attr_of_id: &super::IdMap,

@@ -608,3 +608,48 @@ fn deferred_payloads_printed_raw_are_in_the_notes() {
     assert!(!late.defer_payloads());
     assert!(late.take_deferred().is_none());
 }
+
+/// The names of one pass over the COMM and FORK records and the samples' tids are those a
+/// plain read gives each tid at its first event; a file the pass cannot take (pipe mode,
+/// compressed records, call chains) says so and is then read whole from its beginning.
+#[test]
+fn task_names_are_each_tids_comm_at_its_first_event() {
+    let mut walked = 0;
+    for dir in [
+        "micro-16K-replay",
+        "micro-16K-lost",
+        "micro-16K-z",
+        "micro-16K-pipe",
+        "micro-16K-g",
+        "fbatch-churn-4K",
+        "lazyfree-khugepaged",
+        "lazyfree-reclaim",
+    ] {
+        let path = format!("fixtures/perfdata/{dir}/perf.data.gz");
+        let bin = gunzip(&path);
+        let (plain, _) = read_all(bin.clone(), Options::default());
+        let plain = plain.unwrap();
+        let mut want = std::collections::BTreeMap::new();
+        for e in &plain {
+            want.entry(e.tid).or_insert_with(|| e.comm.clone());
+        }
+        let mut r = Reader::with_options(Box::new(Cursor::new(bin)), Options::default());
+        match r.task_names().unwrap() {
+            Some(got) => {
+                assert_eq!(got, want, "{path}");
+                assert!(r.next_event().unwrap().is_none(), "{path}");
+                walked += 1;
+            }
+            None => {
+                let mut n = 0;
+                while r.next_event().unwrap().is_some() {
+                    n += 1;
+                }
+                assert_eq!(n, plain.len(), "{path}");
+            }
+        }
+    }
+    // the replay, lost-samples and khugepaged recordings (their FORK records name threads by
+    // their parents); the others are compressed, in pipe mode or have call chains
+    assert_eq!(walked, 3);
+}
