@@ -49,6 +49,8 @@
 #   0.168 s (base 1.482 s: 8.83x; the recording has no call chains, both exit 3); parse and
 #   report unchanged code (0.98x, 0.93x, 0.95x here; parse events again, 7 alternating runs:
 #   1.243 vs 1.208 s); report 0.236 s, perf lock contention 0.218 s: 0.92x
+#   then with the task names from one pass over COMM/FORK (60bf4ad): export perfetto 0.872 s
+#   (base 1.857 s: 2.13x), peak RSS 350 MiB (base 347 MiB); flamegraph 0.173 s (8.80x)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
