@@ -453,25 +453,16 @@ impl<'a> Reader<'a> {
         let Some(st) = self.state.as_mut() else {
             return Ok(None);
         };
-        let Some((from, to)) = st.data else {
-            return Ok(None);
-        };
         let Some(plan) = st.ctx.typed.as_ref() else {
             return Ok(None);
         };
-        if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
-            return Ok(None);
-        }
-        let Some(buf) = st.buf.as_ref() else {
-            return Ok(None);
-        };
-        let ids = if st.sample_types.len() > 1 {
-            attr_ids(&buf.0)
-        } else {
-            IdMap::default()
-        };
-        let bytes: &bytes::Bytes = &buf.0;
-        let Some(data) = bytes.get(from..to) else {
+        let Some(Walkable {
+            bytes,
+            from,
+            data,
+            ids,
+        }) = walkable(st)
+        else {
             return Ok(None);
         };
         // The walk and the ordering are most of the what-if's reading time and one thread's
@@ -482,7 +473,7 @@ impl<'a> Reader<'a> {
             true => st
                 .cuts
                 .iter()
-                .filter(|&&c| c > from && c < to)
+                .filter(|&&c| c > from && c < from + data.len())
                 .map(|&c| c - from)
                 .collect(),
             false => Vec::new(),
@@ -573,12 +564,6 @@ impl<'a> Reader<'a> {
         let Some(st) = self.state.as_mut() else {
             return Ok(None);
         };
-        let (Some((from, to)), Some(buf)) = (st.data, st.buf.as_ref()) else {
-            return Ok(None);
-        };
-        if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
-            return Ok(None);
-        }
         // where the record reader takes a COMM or FORK record's timestamp from: one place
         // for every attr, or the attr of each record would have to be found first
         let mut at = st
@@ -592,16 +577,10 @@ impl<'a> Reader<'a> {
         if at.any(|t| t != Some(time_from_end)) {
             return Ok(None);
         }
-        let ids = if st.sample_types.len() > 1 {
-            attr_ids(&buf.0)
-        } else {
-            IdMap::default()
-        };
-        let bytes: &bytes::Bytes = &buf.0;
-        let Some(data) = bytes.get(from..to) else {
+        let Some(w) = walkable(st) else {
             return Ok(None);
         };
-        let Some(names) = names::walk(data, &st.sample_types, &ids, usize::from(time_from_end))
+        let Some(names) = names::walk(w.data, &st.sample_types, &w.ids, usize::from(time_from_end))
         else {
             return Ok(None);
         };
@@ -1445,6 +1424,39 @@ fn check_event_types(buf: &[u8]) -> Result<(), Error> {
 /// Sample id → attr index ([`attr_ids`]), looked up once per sample: foldhash's fixed-seed
 /// hasher instead of SipHash, whose cost per lookup was a few % of reading a large file (the
 /// ids are the kernel's, a few per event and CPU; nothing here needs a keyed hash).
+/// A file-mode data section the one-pass walks ([`bulk`], [`names`]) can take: its records
+/// checked whole, no sample ids the check had to guess, samples without call chains or read
+/// values ([`bulk::eligible`]).
+struct Walkable<'a> {
+    /// The whole file.
+    bytes: &'a bytes::Bytes,
+    /// Where the data section starts in it.
+    from: usize,
+    /// The data section.
+    data: &'a [u8],
+    /// Each sample id's attr, when there are several attrs.
+    ids: IdMap,
+}
+
+fn walkable(st: &State) -> Option<Walkable<'_>> {
+    let ((from, to), buf) = (st.data?, st.buf.as_ref()?);
+    if !st.ctx.attr_of_id.is_empty() || !bulk::eligible(&st.sample_types) {
+        return None;
+    }
+    let bytes: &bytes::Bytes = &buf.0;
+    let ids = if st.sample_types.len() > 1 {
+        attr_ids(bytes)
+    } else {
+        IdMap::default()
+    };
+    Some(Walkable {
+        bytes,
+        from,
+        data: bytes.get(from..to)?,
+        ids,
+    })
+}
+
 pub(crate) type IdMap = HashMap<u64, usize, foldhash::fast::FixedState>;
 
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file
