@@ -69,11 +69,13 @@ pub(super) fn perfetto_file(
     open: &lockcast::capture::OpenOptions,
     output: &Path,
 ) -> Result<(perfetto::Counts, String)> {
-    // The task names take a read of every event with its command name (the record reader, on
-    // a perf.data the longest of the three reads): on another CPU, beside the other two. The
-    // timeline is built after it, not beside it: that was 10% faster on a 2 M-event
-    // recording (1.25 -> 1.13 s) for a third more peak memory (350 -> 464 MiB), the reader's
-    // memory and the built timeline held at once.
+    // The task names, on another CPU beside the other two reads: through the record reader
+    // (every event with its command name) they were the longest read; a perf.data the
+    // one-pass walk can take gives them in 0.08 s of CPU. Tried and not kept, on a 2 M-event
+    // recording: the timeline built beside the record reader's names read, 1.25 -> 1.13 s
+    // for 350 -> 464 MiB of peak RSS (the reader's memory and the built timeline held at
+    // once); the `contention` table read beside the trace's, 0.755 -> 0.708 s for 344 ->
+    // 380 MiB.
     let (read, comms) = std::thread::scope(|s| {
         let names = s.spawn(|| task_names(capture, open));
         let read = read_measured(capture, lock, open);
