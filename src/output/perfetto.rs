@@ -137,46 +137,17 @@ pub struct Counts {
     pub tracks: usize,
 }
 
-/// Integer ns shown as the format's µs with three fractional digits: `1234567` → `1234.567`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Micros(pub i64);
-
-impl Micros {
-    /// The text, into `b`: the part of `b` it fills.
-    fn digits(self, b: &mut [u8; 24]) -> &[u8] {
-        let a = self.0.unsigned_abs();
-        let mut frac = a % 1000;
-        let mut at = b.len();
-        for _ in 0..3 {
-            at -= 1;
-            b[at] = b'0' + (frac % 10) as u8;
-            frac /= 10;
-        }
-        at -= 1;
-        b[at] = b'.';
-        let mut whole = a / 1000;
-        loop {
-            at -= 1;
-            b[at] = b'0' + (whole % 10) as u8;
-            whole /= 10;
-            if whole == 0 {
-                break;
-            }
-        }
-        if self.0 < 0 {
-            at -= 1;
-            b[at] = b'-';
-        }
-        &b[at..]
+/// Integer ns as the format's µs with three fractional digits, appended to `out`:
+/// `1234567` → `1234.567` (no ns lost to float rounding).
+fn micros(out: &mut Vec<u8>, ns: i64) {
+    if ns < 0 {
+        out.push(b'-');
     }
-}
-
-impl std::fmt::Display for Micros {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut b = [0; 24];
-        // ASCII digits, a point and a sign
-        f.write_str(std::str::from_utf8(self.digits(&mut b)).map_err(|_| std::fmt::Error)?)
-    }
+    let a = ns.unsigned_abs();
+    out.extend_from_slice(itoa::Buffer::new().format(a / 1000).as_bytes());
+    let f = a % 1000;
+    let digit = |d: u64| b'0' + d as u8;
+    out.extend_from_slice(&[b'.', digit(f / 100), digit(f / 10 % 10), digit(f % 10)]);
 }
 
 /// Split slices (sorted by start) into lanes where none overlaps the one before it: each
@@ -433,7 +404,7 @@ impl<'w> Out<'w> {
     }
 
     fn micros(&mut self, ns: i64) {
-        self.raw(Micros(ns).digits(&mut [0; 24]));
+        micros(&mut self.buf, ns);
     }
 
     /// A JSON string, escaped as `serde_json` escapes (control characters, `"` and `\`; the
@@ -700,12 +671,17 @@ mod tests {
 
     #[test]
     fn micros_keep_every_ns() {
-        assert_eq!(Micros(114_368_504_523).to_string(), "114368504.523");
-        assert_eq!(Micros(7).to_string(), "0.007");
-        assert_eq!(Micros(0).to_string(), "0.000");
-        assert_eq!(Micros(-1500).to_string(), "-1.500");
-        assert_eq!(Micros(i64::MIN).to_string(), "-9223372036854775.808");
-        assert_eq!(Micros(i64::MAX).to_string(), "9223372036854775.807");
+        let m = |ns| {
+            let mut out = Vec::new();
+            micros(&mut out, ns);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(m(114_368_504_523), "114368504.523");
+        assert_eq!(m(7), "0.007");
+        assert_eq!(m(0), "0.000");
+        assert_eq!(m(-1500), "-1.500");
+        assert_eq!(m(i64::MIN), "-9223372036854775.808");
+        assert_eq!(m(i64::MAX), "9223372036854775.807");
     }
 
     /// Names are written as `serde_json` writes them: quotes, backslashes and control
