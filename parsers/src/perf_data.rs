@@ -540,12 +540,8 @@ impl<'a> Reader<'a> {
         h.lost_samples = h.lost_samples.saturating_add(counts.lost_samples);
         st.ctx.unparsed += counts.unparsed;
         st.ctx.samples = out.len() as u64;
-        // Every sample is decoded into `out`, which owns what it holds, and the reader is at
-        // its end: the file's bytes go (as large as the file, or larger decompressed).
-        st.iter = None;
-        st.buf = None;
-        self.began = true;
-        self.finish();
+        // Every sample is decoded into `out`, which owns what it holds
+        self.walked_whole();
         Ok(Some(out))
     }
 
@@ -584,11 +580,19 @@ impl<'a> Reader<'a> {
         else {
             return Ok(None);
         };
-        st.iter = None;
-        st.buf = None;
+        self.walked_whole();
+        Ok(Some(names))
+    }
+
+    /// After a one-pass walk of the whole file: the reader is at its end, and the file's
+    /// bytes go (as large as the file, or larger decompressed).
+    fn walked_whole(&mut self) {
+        if let Some(st) = self.state.as_mut() {
+            st.iter = None;
+            st.buf = None;
+        }
         self.began = true;
         self.finish();
-        Ok(Some(names))
     }
 
     /// Read the input whole on first use ([`Reader::open`]); an error there ends the reader.
@@ -1421,9 +1425,6 @@ fn check_event_types(buf: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Sample id → attr index ([`attr_ids`]), looked up once per sample: foldhash's fixed-seed
-/// hasher instead of SipHash, whose cost per lookup was a few % of reading a large file (the
-/// ids are the kernel's, a few per event and CPU; nothing here needs a keyed hash).
 /// A file-mode data section the one-pass walks ([`bulk`], [`names`]) can take: its records
 /// checked whole, no sample ids the check had to guess, samples without call chains or read
 /// values ([`bulk::eligible`]).
@@ -1457,6 +1458,9 @@ fn walkable(st: &State) -> Option<Walkable<'_>> {
     })
 }
 
+/// Sample id → attr index ([`attr_ids`]), looked up once per sample: foldhash's fixed-seed
+/// hasher instead of SipHash, whose cost per lookup was a few % of reading a large file (the
+/// ids are the kernel's, a few per event and CPU; nothing here needs a keyed hash).
 pub(crate) type IdMap = HashMap<u64, usize, foldhash::fast::FixedState>;
 
 /// The attr section: `attr_size`-byte entries, each a `perf_event_attr` followed by the file

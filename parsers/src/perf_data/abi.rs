@@ -4,6 +4,10 @@
 
 pub(super) const PERF_RECORD_MMAP: u32 = 1;
 pub(super) const PERF_RECORD_LOST: u32 = 2;
+/// `{ u32 pid, tid; char comm[]; struct sample_id; }`
+pub(super) const PERF_RECORD_COMM: u32 = 3;
+/// `{ u32 pid, ppid; u32 tid, ptid; u64 time; struct sample_id; }`
+pub(super) const PERF_RECORD_FORK: u32 = 7;
 pub(super) const PERF_RECORD_SAMPLE: u32 = 9;
 pub(super) const PERF_RECORD_MMAP2: u32 = 10;
 pub(super) const PERF_RECORD_LOST_SAMPLES: u32 = 13;

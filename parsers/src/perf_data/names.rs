@@ -16,15 +16,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::abi::{
-    PERF_RECORD_AUXTRACE, PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2,
-    PERF_RECORD_FINISHED_INIT, PERF_RECORD_SAMPLE,
+    PERF_RECORD_AUXTRACE, PERF_RECORD_COMM, PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2,
+    PERF_RECORD_FINISHED_INIT, PERF_RECORD_FORK, PERF_RECORD_SAMPLE,
 };
 use super::{u32_at, u64_at, IdMap};
-
-/// `PERF_RECORD_COMM`: `{ u32 pid, tid; char comm[]; struct sample_id; }`.
-const PERF_RECORD_COMM: u32 = 3;
-/// `PERF_RECORD_FORK`: `{ u32 pid, ppid; u32 tid, ptid; u64 time; struct sample_id; }`.
-const PERF_RECORD_FORK: u32 = 7;
 
 /// What happens to the names at one point of the record reader's order.
 enum Step {
