@@ -35,14 +35,10 @@ pub fn run(a: ExportArgs) -> Result<()> {
                 &p.input.open(),
                 &p.output,
             )?;
-            let shown = match p.output.as_os_str() == "-" {
-                true => "standard output".to_string(),
-                false => p.output.display().to_string(),
-            };
             eprintln!(
                 "lockcast: wrote {} ({} lru_lock holds on {lock}, {} traced waits, {} other events, {} tracks); \
                  open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing",
-                shown,
+                write::Dest::of(&p.output).display(),
                 n.holds,
                 n.waits,
                 n.instants,
@@ -72,10 +68,10 @@ pub(super) fn perfetto_file(
     // The task names, on another CPU beside the other two reads: through the record reader
     // (every event with its command name) they were the longest read; a perf.data the
     // one-pass walk can take gives them in 0.08 s of CPU. Tried and not kept, on a 2 M-event
-    // recording: the timeline built beside the record reader's names read, 1.25 -> 1.13 s
-    // for 350 -> 464 MiB of peak RSS (the reader's memory and the built timeline held at
-    // once); the `contention` table read beside the trace's, 0.755 -> 0.708 s for 344 ->
-    // 380 MiB.
+    // recording: the timeline built beside the record reader's names read, 1.14-1.18 ->
+    // 1.10 s for 342-358 -> 464-465 MiB of peak RSS (the reader's memory and the built
+    // timeline held at once); the `contention` table read beside the trace's, 0.755 -> 0.708 s for
+    // 340-348 -> 377-384 MiB.
     let (read, comms) = std::thread::scope(|s| {
         let names = s.spawn(|| task_names(capture, open));
         let read = read_measured(capture, lock, open);
@@ -111,18 +107,13 @@ pub(super) fn perfetto_file(
         ));
     }
     // `-o -`: standard output (it made a file named `-`); the whole timeline is built before a
-    // byte is written, so only the write itself can fail there
-    // (the writer gets the text in blocks of 1 MiB: no buffer here)
-    let write = |w: &mut dyn std::io::Write, name: &str| {
+    // byte is written. The writer gets the text in blocks of 1 MiB: no buffer here.
+    let dest = write::Dest::of(output);
+    dest.write(|w| {
         perfetto::write(w, &procs)
             .and_then(|()| w.flush())
-            .map_err(|e| Error::io(name, e))
-    };
-    if output.as_os_str() == "-" {
-        write(&mut std::io::stdout().lock(), "standard output")?;
-    } else {
-        write::atomic_write(output, |w| write(w, &output.display().to_string()))?;
-    }
+            .map_err(|e| Error::io(dest.display(), e))
+    })?;
     Ok((perfetto::counts(&procs), rec.lock_name))
 }
 

@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 
 use lockcast::analyses::flame::{self, Folded, Root, Weight, WhatifSide};
 use lockcast::output::flamegraph::{self as fg, Labels};
-use lockcast::output::write::atomic_write;
+use lockcast::output::write::Dest;
 use lockcast::whatif::ask::{self, Answer, Ask};
 use lockcast::whatif::params;
 
@@ -120,14 +120,11 @@ fn out_kind(p: &Path) -> Result<Out> {
 }
 
 fn write_out(p: &Path, text: &str) -> Result<()> {
-    if p.as_os_str() == "-" {
-        io::stdout().lock().write_all(text.as_bytes())?;
-    } else {
-        atomic_write(p, |w| {
-            w.write_all(text.as_bytes())
-                .map_err(|e| lockcast::Error::io(p.display(), e))
-        })?;
-    }
+    let dest = Dest::of(p);
+    dest.write(|w| {
+        w.write_all(text.as_bytes())
+            .map_err(|e| lockcast::Error::io(dest.display(), e))
+    })?;
     Ok(())
 }
 

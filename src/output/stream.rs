@@ -118,9 +118,7 @@ impl TableWriter {
     /// collected when none can be made, and copied out at [`TableWriter::finish`]).
     pub fn to(dest: Dest, format: FileFormat) -> Self {
         let stdout_file = match dest {
-            Dest::Stdout => tempfile::tempfile()
-                .and_then(|f| f.try_clone().map(|w| (Tmp::Unlinked(f, None), w)))
-                .ok(),
+            Dest::Stdout => unlinked(None).ok(),
             Dest::File(_) => None,
         };
         TableWriter {
@@ -256,10 +254,10 @@ impl TableWriter {
                 let path = match place(path) {
                     Place::Beside(p) => p,
                     Place::Into(node) => {
-                        let (tmp, w) = tempfile::tempfile()
-                            .and_then(|f| f.try_clone().map(|w| (f, w)))
-                            .map_err(|e| Error::io(node.display(), e))?;
-                        return Ok(Some((Tmp::Unlinked(tmp, Some(node)), w)));
+                        let name = node.display().to_string();
+                        return unlinked(Some(node))
+                            .map(Some)
+                            .map_err(|e| Error::io(name, e));
                     }
                 };
                 self.temp_beside(path)
@@ -373,6 +371,14 @@ impl TableWriter {
             }
         }
     }
+}
+
+/// An unlinked temporary file copied out to standard output (`into` `None`) or a device or
+/// FIFO when complete, and a handle to write it with.
+fn unlinked(into: Option<PathBuf>) -> std::io::Result<(Tmp, File)> {
+    let f = tempfile::tempfile()?;
+    let w = f.try_clone()?;
+    Ok((Tmp::Unlinked(f, into), w))
 }
 
 /// A temporary file next to `path` (so the rename stays on one file system) and a handle to it.

@@ -53,6 +53,28 @@ pub enum Dest {
 }
 
 impl Dest {
+    /// The destination `-o PATH` names: `-` is standard output.
+    pub fn of(path: &Path) -> Dest {
+        match path.as_os_str() == "-" {
+            true => Dest::Stdout,
+            false => Dest::File(path.to_path_buf()),
+        }
+    }
+
+    /// Write `f`'s output here: a file atomically ([`atomic_write`]), standard output
+    /// directly (for callers that make the whole output before the first byte, so that only
+    /// the write itself can fail there).
+    pub fn write(&self, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+        match self {
+            Dest::File(path) => atomic_write(path, f),
+            Dest::Stdout => {
+                let mut out = std::io::stdout().lock();
+                f(&mut out)?;
+                out.flush().map_err(|e| Error::io("standard output", e))
+            }
+        }
+    }
+
     /// How the destination is named in messages.
     pub fn display(&self) -> String {
         match self {
@@ -205,14 +227,7 @@ pub fn write_frame_to(df: &DataFrame, dest: &Dest, format: FileFormat) -> Result
             }
         }
     };
-    match dest {
-        Dest::File(path) => atomic_write(path, body),
-        Dest::Stdout => {
-            let mut out = std::io::stdout().lock();
-            body(&mut out)?;
-            out.flush().map_err(|e| Error::io(&name, e))
-        }
-    }
+    dest.write(body)
 }
 
 /// CSV cannot hold lists: join list-of-string cells with `;` (the folded-stack convention).
