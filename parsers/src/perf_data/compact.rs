@@ -19,8 +19,8 @@
 //!
 //! Anything this cannot vouch for leaves the file as it is (the reader then skips the
 //! unwanted samples one by one, undecoded): a broken round contract, records without a time
-//! (`sample_id_all` off, or no `PERF_SAMPLE_TIME`), attrs with different sample layouts,
-//! compressed (`perf record -z`) or AUX records, a record that does not fit. A sample the
+//! (`sample_id_all` off, or no `PERF_SAMPLE_TIME`), attrs with different sample layouts and
+//! no `PERF_SAMPLE_IDENTIFIER` to tell them apart, compressed (`perf record -z`) or AUX records, a record that does not fit. A sample the
 //! record reader would reject as damaged still counts in the numbering here (the file-wide
 //! path leaves it out and says so in a note), so on a damaged file later `line`s can differ.
 
@@ -82,39 +82,64 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String], copy_up_to: usize) -> 
     let section = buf.get(to as usize..to.checked_add(ts)? as usize)?;
     let formats = tracing::parse(section).ok()?.formats;
 
-    // the attrs: one sample layout, every record timed
+    // the attrs: every record timed, and each record's layout known: one sample layout for
+    // all, or `IDENTIFIER` in each (perf adds it when the layouts differ, as a `-g` on some
+    // events and `/call-graph=no/` on others makes them): the id then comes first in a sample
+    // and last in another record's `sample_id`, which is where perf's own reader finds it
     let attr_size = u64_at(buf, 16)? as usize;
     let (attr_off, attr_bytes) = sect(buf, 24);
     let n_attrs = attr_bytes as usize / attr_size.max(1);
-    let mut sample_type = None;
+    let mut types = Vec::with_capacity(n_attrs);
     let mut keep = Vec::with_capacity(n_attrs);
     for i in 0..n_attrs {
         let e = attr_off as usize + i * attr_size;
         let (ty, config) = (u32_at(buf, e)?, u64_at(buf, e + 8)?);
         let (st, flags) = (u64_at(buf, e + 24)?, u64_at(buf, e + 40)?);
-        if sample_type.is_some_and(|s| s != st) || st & TIME == 0 || flags & SAMPLE_ID_ALL == 0 {
+        if st & TIME == 0 || flags & SAMPLE_ID_ALL == 0 {
             return None;
         }
-        sample_type = Some(st);
+        types.push(st);
         keep.push(
             ty != PERF_TYPE_TRACEPOINT
                 || formats.get(&config).is_none_or(|f| only.contains(&f.name)),
         );
     }
-    let st = sample_type?;
+    let first = *types.first()?;
+    let one_layout = types.iter().all(|&t| t == first);
+    if !one_layout && types.iter().any(|&t| t & IDENTIFIER == 0) {
+        return None;
+    }
     if keep.iter().all(|k| *k) {
         return None;
     }
-    let count = |flags: &[u64]| 8 * flags.iter().filter(|f| st & **f != 0).count();
-    let sample_time = count(&[IDENTIFIER, IP, TID]);
-    let sample_id = id_at(st);
-    // sample_id_all of the other records: tid, time, id, stream_id, cpu, identifier at the end
-    let other_time_from_end = 8 + count(&[ID, STREAM_ID, CPU, IDENTIFIER]);
+    // per attr: where a sample holds its time, and how far before another record's end its
+    // `sample_id` does (tid, time, id, stream_id, cpu, identifier, in that order)
+    let count = |st: u64, flags: &[u64]| 8 * flags.iter().filter(|f| st & **f != 0).count();
+    let times: Vec<(usize, usize)> = types
+        .iter()
+        .map(|&st| {
+            (
+                count(st, &[IDENTIFIER, IP, TID]),
+                8 + count(st, &[ID, STREAM_ID, CPU, IDENTIFIER]),
+            )
+        })
+        .collect();
+    let sample_id = id_at(first);
     let attr_of = attr_ids(buf);
     if sample_id.is_none() && n_attrs > 1 {
         return None;
     }
-
+    // a record's attr: the first's when there is one layout (its time is where any attr's
+    // is), else the one its identifier names, the first for an id no attr has (perf's
+    // synthesized records carry id 0, laid out as the first attr's: perf's `evlist__id2evsel`
+    // and the record reader both take the first attr then, so its sort key is read so here)
+    let layout = |at: usize| -> Option<(usize, usize)> {
+        if one_layout {
+            return Some(times[0]);
+        }
+        let id = u64_at(buf, at)?;
+        Some(times[attr_of.get(&id).copied().unwrap_or(0)])
+    };
     let end = index as usize;
     let mut pos = data_off as usize;
     let mut behind = Behind::new(pos, end);
@@ -144,8 +169,10 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String], copy_up_to: usize) -> 
             }
             1..=63 => {
                 let ts = if ty == PERF_RECORD_SAMPLE {
+                    let (sample_time, _) = layout(pos + 8)?;
                     u64_at(buf, pos + 8 + sample_time)?
                 } else {
+                    let (_, other_time_from_end) = layout(next.checked_sub(8)?)?;
                     let at = next
                         .checked_sub(other_time_from_end)
                         .filter(|a| *a >= pos + 8)?;

@@ -446,6 +446,38 @@ fn the_kept_records_read_alike_from_a_copy_from_the_file_and_from_a_copy_given_u
     assert!(copied >= 3, "only {copied} fixtures had samples taken out");
 }
 
+/// `lockcast record`'s recipes that take call chains record the lock events with `-g` and the
+/// per-folio events with `/call-graph=no/`, so the attrs' sample layouts differ and perf adds
+/// `IDENTIFIER` to each: such a file's unasked samples are taken out too (each record's time
+/// read where its own attr's layout has it), and the lock events read from what is left are
+/// those of a whole read, numbers (`line`) and call chains included.
+#[test]
+fn samples_of_attrs_with_different_layouts_are_taken_out_by_their_identifier() {
+    let only: &[&str] = &["contention_begin", "contention_end"];
+    let bin = gunzip("fixtures/perfdata/fbatch-churn-4K/perf.data.gz");
+    let file = bytes::Bytes::Owned(bin.clone());
+    let names: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+    let dropped = compact::drop_samples(&file, &names, compact::COPY_UP_TO)
+        .expect("the samples of the other events taken out");
+    let (alone, _) = read_all_events(
+        Reader::with_options(Box::new(Cursor::new(bin.clone())), strict()),
+        Some(only),
+    );
+    let (all, _) = read_all_events(
+        Reader::with_options(Box::new(Cursor::new(bin)), strict()),
+        None,
+    );
+    let lock: Vec<Event> = all
+        .into_iter()
+        .filter(|e| only.contains(&e.name.as_str()))
+        .collect();
+    // 204 contention_end lines in its perf script text, as many begins
+    assert_eq!(lock.len(), 408);
+    assert_eq!(dropped.lines.len(), lock.len());
+    assert!(lock.iter().all(|e| !e.callchain.is_empty()));
+    assert_eq!(alone, lock);
+}
+
 /// Every event of `r`, only `only`'s samples when asked, and the diagnostics.
 fn read_all_events(mut r: Reader, only: Option<&[&str]>) -> (Vec<Event>, Diagnostics) {
     if let Some(o) = only {
