@@ -217,6 +217,8 @@ struct Ctx {
     comms: HashMap<i32, String>,
     maps: HashMap<i32, Vec<Map>>,
     kallsyms: Option<kallsyms::Kallsyms>,
+    /// The kernel symbols of the frames named last.
+    recent: kallsyms::Recent,
     samples: u64,
     unparsed: u64,
     header: CaptureHeader,
@@ -979,6 +981,7 @@ impl<'a> Reader<'a> {
                 comms: HashMap::new(),
                 maps: HashMap::new(),
                 kallsyms,
+                recent: kallsyms::Recent::default(),
                 samples: 0,
                 unparsed: 0,
                 wanted,
@@ -1864,16 +1867,26 @@ impl State {
                             }
                         }
                     }
+                    // the chain's frames written over the ones `out` has, then cut to length
                     let callchain = &mut out.callchain;
-                    callchain.clear();
-                    if s.callchain.is_none() && ctx.has_chains {
+                    let mut frames = 0;
+                    let task = pid.unwrap_or(tid);
+                    let has_chains = ctx.has_chains;
+                    let mut put = |ip: u64, kernel: bool| {
+                        if frames == callchain.len() {
+                            callchain.push(Frame::default());
+                        }
+                        ctx.frame_into(ip, kernel, task, &mut callchain[frames]);
+                        frames += 1;
+                    };
+                    if s.callchain.is_none() && has_chains {
                         // perf script prints the sample's ip in place of the call chain of an
                         // event recorded without one when others in the file have one
                         // (`-g` with `/call-graph=no/`)
                         if let Some(ip) = s.ip {
                             let kernel =
                                 matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
-                            callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
+                            put(ip, kernel);
                         }
                     }
                     if let Some(cc) = &s.callchain {
@@ -1885,9 +1898,10 @@ impl State {
                                     ip == PERF_CONTEXT_KERNEL || ip == PERF_CONTEXT_GUEST_KERNEL;
                                 continue;
                             }
-                            callchain.push(ctx.frame(ip, kernel, pid.unwrap_or(tid)));
+                            put(ip, kernel);
                         }
                     }
+                    callchain.truncate(frames);
                     ctx.given = ctx.given.wrapping_add(1);
                     out.line = ctx.samples;
                     out.ts_ns = s.timestamp.map(|t| t as i64);
@@ -1935,47 +1949,48 @@ impl Ctx {
         });
     }
 
-    fn frame(&self, ip: u64, kernel: bool, pid: i32) -> Frame {
-        if kernel {
-            return match self.kallsyms.as_ref().and_then(|k| k.lookup(ip)) {
-                Some((sym, off)) => Frame {
-                    addr: ip,
-                    symbol: sym.to_string(),
-                    offset: Some(off),
-                    dso: Some("[kernel.kallsyms]".into()),
-                },
-                None => Frame {
-                    addr: ip,
-                    symbol: "[unknown]".into(),
-                    offset: None,
-                    dso: Some("[kernel.kallsyms]".into()),
-                },
-            };
-        }
-        let map = self.maps.get(&pid).and_then(|ms| {
-            ms.iter()
-                .rev()
-                .find(|m| ip >= m.start && ip - m.start < m.len)
-        });
-        match map {
-            Some(m) => Frame {
-                addr: if m.path.starts_with("//anon")
-                    || m.path.starts_with("[") && m.path != "[vdso]"
-                {
-                    ip
-                } else {
-                    (ip - m.start).wrapping_add(m.pgoff)
-                },
-                symbol: "[unknown]".into(),
-                offset: None,
-                dso: Some(m.path.clone()),
-            },
-            None => Frame {
-                addr: ip,
-                symbol: "[unknown]".into(),
-                offset: None,
-                dso: Some("[unknown]".into()),
-            },
+    /// The call-chain frame at `ip` into `f`, its strings reused: a chain is rewritten in
+    /// place event after event ([`Reader::next_event_into`]), where a new symbol and DSO
+    /// string per frame were most of the allocations of reading a `-g` recording.
+    fn frame_into(&mut self, ip: u64, kernel: bool, pid: i32, f: &mut Frame) {
+        const KERNEL: &str = "[kernel.kallsyms]";
+        const UNKNOWN: &str = "[unknown]";
+        let (addr, symbol, offset, dso) = if kernel {
+            let recent = &mut self.recent;
+            match self.kallsyms.as_ref().and_then(|k| recent.lookup(k, ip)) {
+                Some((sym, off)) => (ip, sym, Some(off), KERNEL),
+                None => (ip, UNKNOWN, None, KERNEL),
+            }
+        } else {
+            let map = self.maps.get(&pid).and_then(|ms| {
+                ms.iter()
+                    .rev()
+                    .find(|m| ip >= m.start && ip - m.start < m.len)
+            });
+            match map {
+                Some(m) => {
+                    let addr = if m.path.starts_with("//anon")
+                        || m.path.starts_with("[") && m.path != "[vdso]"
+                    {
+                        ip
+                    } else {
+                        (ip - m.start).wrapping_add(m.pgoff)
+                    };
+                    (addr, UNKNOWN, None, m.path.as_str())
+                }
+                None => (ip, UNKNOWN, None, UNKNOWN),
+            }
+        };
+        f.addr = addr;
+        f.offset = offset;
+        f.symbol.clear();
+        f.symbol.push_str(symbol);
+        match &mut f.dso {
+            Some(d) => {
+                d.clear();
+                d.push_str(dso);
+            }
+            None => f.dso = Some(dso.to_string()),
         }
     }
 }

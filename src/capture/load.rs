@@ -5,6 +5,7 @@
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::Format;
+use lockcast_parsers::event::{Event, Source};
 use lockcast_parsers::{perf_lock, Diagnostics};
 
 use super::{open, Capture, OpenOptions};
@@ -59,7 +60,12 @@ pub fn load(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
             // undecoded does (perf.data); they still count as events read
             rd.only(&Pairer::EVENTS);
             let mut events = 0u64;
-            while let Some(e) = rd.next_event().map_err(|e| Error::parse(&path, e))? {
+            // one event read into again and again: the reader reuses its strings and chain
+            let mut e = Event::empty(Source::PerfData);
+            while rd
+                .next_event_into(&mut e)
+                .map_err(|e| Error::parse(&path, e))?
+            {
                 events += 1;
                 pairer.push(&e);
             }

@@ -9,6 +9,7 @@
 use polars::prelude::DataFrame;
 
 use lockcast_parsers::detect::{Content, Format};
+use lockcast_parsers::event::{Event, Source};
 use lockcast_parsers::perf_lock::{self, Item};
 use lockcast_parsers::Diagnostics;
 
@@ -164,7 +165,12 @@ fn trace_waits(
         contention,
     };
     let mut events = 0u64;
-    while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+    // one event read into again and again: the reader reuses its strings and chain
+    let mut e = Event::empty(Source::PerfData);
+    while rd
+        .next_event_into(&mut e)
+        .map_err(|e| Error::parse(path, e))?
+    {
         events += 1;
         pairer.push(&e);
         if pairer.len() >= chunk_rows {
