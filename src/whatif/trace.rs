@@ -590,7 +590,13 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                 .spawn(move || drop(all));
         }
         None => {
-            while let Some(e) = rd.next_event().map_err(|e| Error::parse(path, e))? {
+            // one event read into again and again: the reader reuses its strings and chain
+            let mut e =
+                lockcast_parsers::event::Event::empty(lockcast_parsers::event::Source::PerfData);
+            while rd
+                .next_event_into(&mut e)
+                .map_err(|e| Error::parse(path, e))?
+            {
                 let ev = Ev {
                     tracked: tracked_of(&e.name),
                     line: e.line,
