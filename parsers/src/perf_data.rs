@@ -102,8 +102,9 @@ use crate::error::{Diagnostic, Diagnostics, Error, LineError, Location};
 use crate::event::{CaptureHeader, Event, Frame, Source};
 use crate::lines::ReaderOptions;
 use abi::{
-    PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_HEADER_FEATURE,
-    PERF_RECORD_HEADER_TRACING_DATA, PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP,
+    PERF_CONTEXT_GUEST_KERNEL, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_RECORD_AUXTRACE,
+    PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_HEADER_FEATURE, PERF_RECORD_HEADER_TRACING_DATA,
+    PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP,
 };
 
 use print_fmt::{PrintFmt, Record};
@@ -439,11 +440,12 @@ impl<'a> Reader<'a> {
 
     /// Every sample of the file at once, in time order ([`TypedParts::iter`]), with the typed
     /// fields asked for ([`Reader::typed_fields`], which must come first), for a reader that
-    /// needs nothing else of each event (no call chains, command names or frames: a typed
-    /// event's `comm` and `payload` are empty on [`Reader::next_event`] too). Call instead of
-    /// the first [`Reader::next_event`]; afterwards the reader is at its end
-    /// ([`Reader::header`] complete, the notes said). `Ok(None)`: this file needs the record
-    /// reader (pipe mode, call chains, compressed records, a file cut short, [`Reader::only`],
+    /// needs little else of each event (no command names, and of a call chain the frames'
+    /// symbols alone, [`TypedParts::chain_symbols`]: a typed event's `comm` and `payload` are
+    /// empty on [`Reader::next_event`] too). Call instead of the first [`Reader::next_event`];
+    /// afterwards the reader is at its end ([`Reader::header`] complete, the notes said).
+    /// `Ok(None)`: this file needs the record reader (pipe mode, compressed records, read
+    /// values, a file cut short, [`Reader::only`],
     /// or anything the one-pass walk does not expect): read it with [`Reader::next_event`],
     /// which then starts from the beginning. The same samples, order, fields and payloads
     /// either way.
@@ -533,9 +535,11 @@ impl<'a> Reader<'a> {
             counts.add(c);
         }
         let walked = walked.into_iter().map(|(o, _)| o).collect();
-        let Some(out) = bulk::TypedParts::new(walked) else {
+        let Some(mut out) = bulk::TypedParts::new(walked) else {
             return Ok(None);
         };
+        // the frames' names: the reader has no more use for its table
+        out.kallsyms = st.ctx.kallsyms.take();
         let h = &mut st.ctx.header;
         h.lost_records = h.lost_records.saturating_add(counts.lost_records);
         h.lost_kernel = h.lost_kernel.saturating_add(counts.lost_kernel);
@@ -551,7 +555,7 @@ impl<'a> Reader<'a> {
     /// gives that sample), from one pass over the file that parses only COMM and FORK records
     /// and each sample's tid and time ([`names`]). Call instead of the first
     /// [`Reader::next_event`]; afterwards the reader is at its end. `Ok(None)`: this file
-    /// needs the record reader (pipe mode, call chains, compressed records, COMM and FORK
+    /// needs the record reader (pipe mode, compressed records, read values, COMM and FORK
     /// records without a timestamp, or anything the walk does not expect): read it with
     /// [`Reader::next_event`], which then starts from the beginning.
     pub fn task_names(&mut self) -> Result<Option<BTreeMap<i32, String>>, Error> {
@@ -1429,8 +1433,8 @@ fn check_event_types(buf: &[u8]) -> Result<(), Error> {
 }
 
 /// A file-mode data section the one-pass walks ([`bulk`], [`names`]) can take: its records
-/// checked whole, no sample ids the check had to guess, samples without call chains or read
-/// values ([`bulk::eligible`]).
+/// checked whole, no sample ids the check had to guess, samples without read values
+/// ([`bulk::eligible`]).
 struct Walkable<'a> {
     /// The whole file.
     bytes: &'a bytes::Bytes,
@@ -1693,11 +1697,6 @@ fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRec
     }
 }
 
-/// perf's callchain context markers (`enum perf_callchain_context`), as u64.
-const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
-const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
-const PERF_CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
-
 impl State {
     fn next_into(&mut self, out: &mut Event) -> Result<bool, Error> {
         loop {
@@ -1890,16 +1889,7 @@ impl State {
                         }
                     }
                     if let Some(cc) = &s.callchain {
-                        let mut kernel = false;
-                        for i in 0..cc.len() {
-                            let Some(ip) = cc.get(i) else { break };
-                            if ip >= PERF_CONTEXT_MAX {
-                                kernel =
-                                    ip == PERF_CONTEXT_KERNEL || ip == PERF_CONTEXT_GUEST_KERNEL;
-                                continue;
-                            }
-                            put(ip, kernel);
-                        }
+                        chain_frames((0..cc.len()).map_while(|i| cc.get(i)), &mut put);
                     }
                     callchain.truncate(frames);
                     ctx.given = ctx.given.wrapping_add(1);
@@ -1917,6 +1907,38 @@ impl State {
                 _ => {}
             }
         }
+    }
+}
+
+/// Each frame of a recorded call chain (instruction pointers innermost first, perf's context
+/// markers before each context's frames), and whether it is a kernel frame: a frame is in the
+/// context of the last marker before it, user space before any.
+fn chain_frames(chain: impl Iterator<Item = u64>, mut frame: impl FnMut(u64, bool)) {
+    let mut kernel = false;
+    for ip in chain {
+        if ip >= PERF_CONTEXT_MAX {
+            kernel = ip == PERF_CONTEXT_KERNEL || ip == PERF_CONTEXT_GUEST_KERNEL;
+            continue;
+        }
+        frame(ip, kernel);
+    }
+}
+
+/// The symbol of a frame the reader names: a kernel frame's kallsyms symbol, `[unknown]` for
+/// any other (user-space symbols are never looked up) and for a kernel address in no symbol.
+fn frame_symbol<'k>(
+    kallsyms: Option<&'k kallsyms::Kallsyms>,
+    recent: &mut kallsyms::Recent,
+    ip: u64,
+    kernel: bool,
+) -> (&'k str, Option<u64>) {
+    const UNKNOWN: &str = "[unknown]";
+    match kallsyms
+        .filter(|_| kernel)
+        .and_then(|k| recent.lookup(k, ip))
+    {
+        Some((sym, off)) => (sym, Some(off)),
+        None => (UNKNOWN, None),
     }
 }
 
@@ -1956,11 +1978,8 @@ impl Ctx {
         const KERNEL: &str = "[kernel.kallsyms]";
         const UNKNOWN: &str = "[unknown]";
         let (addr, symbol, offset, dso) = if kernel {
-            let recent = &mut self.recent;
-            match self.kallsyms.as_ref().and_then(|k| recent.lookup(k, ip)) {
-                Some((sym, off)) => (ip, sym, Some(off), KERNEL),
-                None => (ip, UNKNOWN, None, KERNEL),
-            }
+            let (sym, off) = frame_symbol(self.kallsyms.as_ref(), &mut self.recent, ip, true);
+            (ip, sym, off, KERNEL)
         } else {
             let map = self.maps.get(&pid).and_then(|ms| {
                 ms.iter()

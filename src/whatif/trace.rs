@@ -15,6 +15,7 @@ use std::path::Path;
 use lockcast_parsers::detect::Format;
 use lockcast_parsers::event::{CaptureHeader, Frames};
 use lockcast_parsers::payload;
+use lockcast_parsers::perf_data::kallsyms::Recent;
 use lockcast_parsers::perf_script;
 use lockcast_parsers::prefault::{self, Prefault};
 
@@ -100,8 +101,8 @@ impl Via {
 }
 
 /// The LRU path of a `contention_begin` call chain (innermost frame first).
-fn via_of(chain: Frames) -> Via {
-    let has = |p: &str| chain.iter().any(|f| f.symbol.starts_with(p));
+fn via_of(chain: Chain) -> Via {
+    let has = |p: &str| chain.symbols().any(|s| s.starts_with(p));
     if has("folio_mark_lazyfree") {
         Via::Lazyfree
     } else if has("__page_cache_release") {
@@ -553,6 +554,8 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                 Prefault::follow(vec![prefault::spare(&t.events, all.len())], prefault::AHEAD);
             let tracked: Vec<Option<usize>> =
                 all.events.iter().map(|(_, n)| tracked_of(n)).collect();
+            // each sample's frames' symbols, into one vector again and again
+            let (mut recent, mut symbols) = (Recent::default(), Vec::new());
             st.survey = follow_survey(&mut t, |t, survey| {
                 for (i, x) in all.iter().enumerate() {
                     if i % 4096 == 0 {
@@ -561,6 +564,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                     }
                     let s = x.sample;
                     let (_, name) = &all.events[s.event as usize];
+                    all.chain_symbols(x.chain(), &mut recent, &mut symbols);
                     let ev = Ev {
                         tracked: tracked[s.event as usize],
                         line: x.line,
@@ -570,7 +574,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                         tid: s.tid,
                         name,
                         payload: x.payload(),
-                        callchain: Frames::Owned(&[]),
+                        callchain: Chain::Symbols(&symbols),
                     };
                     let typed = all.typed[s.event as usize].then(|| x.values());
                     if let Some(e) = event_of(path, &ev, typed, t, &mut st)? {
@@ -606,7 +610,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                     tid: e.tid,
                     name: &e.name,
                     payload: &e.payload,
-                    callchain: Frames::Owned(&e.callchain),
+                    callchain: Chain::Frames(Frames::Owned(&e.callchain)),
                 };
                 add_event(path, &ev, rd.fields(), &mut t, &mut st)?;
             }
@@ -674,7 +678,7 @@ fn read_script(
                     tid: e.tid,
                     name: e.name,
                     payload: e.payload,
-                    callchain: e.callchain,
+                    callchain: Chain::Frames(e.callchain),
                 };
                 add_event(path, &ev, None, t, st)?;
                 rd.recycle(s);
@@ -720,7 +724,37 @@ struct Ev<'a> {
     tid: i32,
     name: &'a str,
     payload: &'a str,
-    callchain: Frames<'a>,
+    callchain: Chain<'a>,
+}
+
+/// A call chain as the what-if reads it: the symbols of its frames, innermost first.
+#[derive(Clone, Copy)]
+enum Chain<'a> {
+    /// An event's frames.
+    Frames(Frames<'a>),
+    /// The symbols of a sample's frames, as a perf.data file read in one pass names them
+    /// ([`lockcast_parsers::perf_data::TypedParts::chain_symbols`]).
+    Symbols(&'a [&'a str]),
+}
+
+impl<'a> Chain<'a> {
+    fn symbols(self) -> impl Iterator<Item = &'a str> {
+        let (frames, symbols) = match self {
+            Chain::Frames(f) => (Some(f.iter().map(|f| f.symbol)), None),
+            Chain::Symbols(s) => (None, Some(s.iter().copied())),
+        };
+        frames
+            .into_iter()
+            .flatten()
+            .chain(symbols.into_iter().flatten())
+    }
+
+    fn is_empty(self) -> bool {
+        match self {
+            Chain::Frames(f) => f.is_empty(),
+            Chain::Symbols(s) => s.is_empty(),
+        }
+    }
 }
 
 /// `typed`: the event's [`TYPED`] fields when the reader decoded them, else its payload text
@@ -751,11 +785,11 @@ fn event_of(
     st: &mut ReadState,
 ) -> Result<Option<MmEvent>> {
     if t.slowpath_seen.is_none() {
-        for f in e.callchain.iter() {
-            if f.symbol.starts_with("__pv_queued_spin_lock_slowpath") {
+        for symbol in e.callchain.symbols() {
+            if symbol.starts_with("__pv_queued_spin_lock_slowpath") {
                 t.slowpath_seen = Some(Observation::Paravirt);
-            } else if f.symbol.starts_with("queued_spin_lock_slowpath")
-                || f.symbol.starts_with("native_queued_spin_lock_slowpath")
+            } else if symbol.starts_with("queued_spin_lock_slowpath")
+                || symbol.starts_with("native_queued_spin_lock_slowpath")
             {
                 t.slowpath_seen = Some(Observation::BareMetal);
             }
@@ -917,19 +951,18 @@ fn event_of(
 /// The caller of the outermost `lru_add_drain*()` frame: `zap_page_range_single_batched`,
 /// `lru_add_drain_per_cpu` (a drain_all work item), `__folio_batch_release`, ... `None` when no
 /// such frame is in the chain (a drain because the batch filled or the folio is large).
-fn drain_site(chain: Frames) -> Option<String> {
+fn drain_site(chain: Chain) -> Option<String> {
     let is_drain = |s: &str| s.starts_with("lru_add_drain") || s.starts_with("__lru_add_drain");
     let (last, drain) = chain
-        .iter()
+        .symbols()
         .enumerate()
-        .filter(|(_, f)| is_drain(f.symbol))
-        .last()
-        .map(|(i, f)| (i, f.symbol))?;
+        .filter(|(_, s)| is_drain(s))
+        .last()?;
     // lru_add_drain_per_cpu is itself the work item: name it, its caller is the worker thread
     if drain.starts_with("lru_add_drain_per_cpu") {
         return Some("lru_add_drain_per_cpu".to_string());
     }
-    let caller = chain.iter().nth(last + 1).map(|f| f.symbol);
+    let caller = chain.symbols().nth(last + 1);
     Some(caller.unwrap_or(drain).to_string())
 }
 

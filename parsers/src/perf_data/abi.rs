@@ -30,6 +30,17 @@ pub(super) const PERF_RECORD_FINISHED_INIT: u32 = 82;
 pub(super) const PERF_RECORD_COMPRESSED2: u32 = 83;
 /// `misc` of an MMAP2 record that carries a build-id instead of the inode fields.
 pub(super) const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+/// `misc`'s CPU mode bits, and its two kernel modes.
+pub(super) const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
+pub(super) const PERF_RECORD_MISC_KERNEL: u16 = 1;
+pub(super) const PERF_RECORD_MISC_GUEST_KERNEL: u16 = 4;
+
+/// perf's call-chain context markers (`enum perf_callchain_context`), as u64: every ip from
+/// `PERF_CONTEXT_MAX` up is a marker, and the frames after one are in its context.
+pub(super) const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+pub(super) const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+pub(super) const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+pub(super) const PERF_CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
 
 /// `perf_event_attr.sample_type` bits, in the order a sample lays their fields out.
 pub(super) mod sample {
