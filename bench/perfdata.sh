@@ -51,6 +51,13 @@
 #   1.243 vs 1.208 s); report 0.236 s, perf lock contention 0.218 s: 0.92x
 #   then with the task names from one pass over COMM/FORK (60bf4ad): export perfetto 0.872 s
 #   (base 1.857 s: 2.13x), peak RSS 350 MiB (base 347 MiB); flamegraph 0.173 s (8.80x)
+# Measured 2026-12-07 (session 42), --repeats 5, the 236 MB fbatch-drain recipe recording of
+# lrufault 16K l300 (bench/record-lrufault.sh LOCKCAST DIR 300 fbatch-drain: lock events with
+# call chains, 2.1 M samples), --base main@2301abf, load ~1.5:
+#   report 1.625 -> 0.669 s (2.42x), perf lock contention 0.454 s (0.68x lockcast's time: missed
+#   on this recording); export perfetto 4.101 -> 1.448 s (2.83x); flamegraph 1.437 -> 0.691 s
+#   (2.08x); parse --table all 1.04x. On l300 (no call chains), 9 alternating runs: report
+#   0.242 -> 0.217 s, perf lock contention 0.234 s (1.08x lockcast's time: faster than perf)
 set -euo pipefail
 PROG=${0##*/}
 REPEATS=5
