@@ -1924,6 +1924,9 @@ fn chain_frames(chain: impl Iterator<Item = u64>, mut frame: impl FnMut(u64, boo
     }
 }
 
+/// What perf prints for a frame's symbol or DSO it does not know.
+const UNKNOWN: &str = "[unknown]";
+
 /// The symbol of a frame the reader names: a kernel frame's kallsyms symbol, `[unknown]` for
 /// any other (user-space symbols are never looked up) and for a kernel address in no symbol.
 fn frame_symbol<'k>(
@@ -1932,7 +1935,6 @@ fn frame_symbol<'k>(
     ip: u64,
     kernel: bool,
 ) -> (&'k str, Option<u64>) {
-    const UNKNOWN: &str = "[unknown]";
     match kallsyms
         .filter(|_| kernel)
         .and_then(|k| recent.lookup(k, ip))
@@ -1976,7 +1978,6 @@ impl Ctx {
     /// string per frame were most of the allocations of reading a `-g` recording.
     fn frame_into(&mut self, ip: u64, kernel: bool, pid: i32, f: &mut Frame) {
         const KERNEL: &str = "[kernel.kallsyms]";
-        const UNKNOWN: &str = "[unknown]";
         let (addr, symbol, offset, dso) = if kernel {
             let (sym, off) = frame_symbol(self.kallsyms.as_ref(), &mut self.recent, ip, true);
             (ip, sym, off, KERNEL)

@@ -2,11 +2,11 @@
 //! wants the typed fields of tracepoints ([`super::Reader::typed_fields`]) and of the rest
 //! little that the record reader works out per event (no command names or mappings; a call
 //! chain's instruction pointers, and the kernel frames' symbols on demand,
-//! [`TypedParts::chain_symbols`]): the what-if replay's seven events. The record reader sorts the records of each flush round, parses
-//! every record into its own structure and hands out an owned [`crate::event::Event`] (two
-//! strings) per sample; here a sample is a few integers read where `perf_event_open(2)` lays
-//! them out, each part of the walk put in time order once at its end ([`runs`]), and the
-//! parts read in the order of the whole ([`TypedParts::iter`]).
+//! [`TypedParts::chain_symbols`]): the what-if replay's seven events. The record reader sorts
+//! the records of each flush round, parses every record into its own structure and hands out
+//! an owned [`crate::event::Event`] (two strings) per sample; here a sample is a few integers
+//! read where `perf_event_open(2)` lays them out, each part of the walk put in time order once
+//! at its end ([`runs`]), and the parts read in the order of the whole ([`TypedParts::iter`]).
 //!
 //! Only for what that layout makes simple; anything else is `None` and the record reader
 //! reads the file as before ([`eligible`], and a record or sample this walk does not expect).

@@ -20,9 +20,10 @@
 //! Anything this cannot vouch for leaves the file as it is (the reader then skips the
 //! unwanted samples one by one, undecoded): a broken round contract, records without a time
 //! (`sample_id_all` off, or no `PERF_SAMPLE_TIME`), attrs with different sample layouts and
-//! no `PERF_SAMPLE_IDENTIFIER` to tell them apart, compressed (`perf record -z`) or AUX records, a record that does not fit. A sample the
-//! record reader would reject as damaged still counts in the numbering here (the file-wide
-//! path leaves it out and says so in a note), so on a damaged file later `line`s can differ.
+//! no `PERF_SAMPLE_IDENTIFIER` to tell them apart, compressed (`perf record -z`) or AUX
+//! records, a record that does not fit. A sample the record reader would reject as damaged
+//! still counts in the numbering here (the file-wide path leaves it out and says so in a
+//! note), so on a damaged file later `line`s can differ.
 
 use super::bytes::{Behind, Bytes};
 use super::{attr_ids, feature_entry, sect, tracing, u16_at, u32_at, u64_at};
