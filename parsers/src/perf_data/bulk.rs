@@ -996,6 +996,8 @@ mod tests {
         for path in [
             "fixtures/perfdata/micro-16K-replay/perf.data.gz",
             "fixtures/perfdata/micro-16K-lost/perf.data.gz",
+            // call chains on some events, one-frame chains on the others
+            "fixtures/perfdata/fbatch-churn-4K/perf.data.gz",
         ] {
             let bytes = gunzip(path);
             let mut whole = reader(bytes.clone());
@@ -1030,10 +1032,12 @@ mod tests {
                     );
                     assert_eq!(x.values(), one.values_of(o), "{what}");
                     assert_eq!(x.payload(), one.payload_of(o), "{what}");
+                    assert_eq!(x.chain(), one.chain_of(o), "{what}");
                 }
                 assert_eq!(got.fields, one.fields, "{path}");
                 let joined = got.join().expect("joins");
                 assert_eq!(joined.samples, one.samples, "{path}, {parts} parts");
+                assert_eq!(joined.chains, one.chains, "{path}, {parts} parts");
                 assert_eq!(
                     joined.values_of(&joined.samples[0]),
                     one.values_of(&one.samples[0])
