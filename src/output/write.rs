@@ -97,7 +97,8 @@ pub(crate) enum Place {
 }
 
 /// Where the output for `path` goes ([`Place`]). A directory, or a path that cannot be
-/// looked at, is left to the writing to fail on and name.
+/// looked at, is left to the writing to fail on and name. A symlink is written through, also
+/// one whose target does not exist yet (as a shell's `>` creates it).
 pub(crate) fn place(path: &Path) -> Place {
     // through symlinks
     match fs::metadata(path) {
@@ -109,8 +110,27 @@ pub(crate) fn place(path: &Path) -> Place {
             }
         }
         Ok(m) if !m.is_dir() => Place::Into(path.to_path_buf()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Place::Beside(dangling_target(path)),
         _ => Place::Beside(path.to_path_buf()),
     }
+}
+
+/// Where a path that does not resolve points: the end of its chain of symlinks (each relative
+/// one read from its own directory), or the path itself when it is no symlink. Renamed onto
+/// the link instead, the output replaced it with a file and the target stayed missing.
+fn dangling_target(path: &Path) -> PathBuf {
+    let mut at = path.to_path_buf();
+    // the kernel's limit on symlinks followed in one lookup (MAXSYMLINKS)
+    for _ in 0..40 {
+        let Ok(next) = fs::read_link(&at) else {
+            return at;
+        };
+        at = match at.parent() {
+            Some(dir) => dir.join(next),
+            None => next,
+        };
+    }
+    path.to_path_buf()
 }
 
 /// Copy the complete output in `tmp` (an unlinked temporary file) to `out`, named `name`.
@@ -335,6 +355,23 @@ mod tests {
         assert_eq!(fs::read_to_string(&file).unwrap(), "new");
         let fresh = dir.path().join("fresh.csv");
         assert_eq!(place(&fresh), Place::Beside(fresh.clone()));
+        // a dangling symlink, relative, through another: the output is created where it points
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        let (hop, dangling) = (dir.path().join("sub/hop"), dir.path().join("dangling.csv"));
+        std::os::unix::fs::symlink("made.csv", &hop).unwrap();
+        std::os::unix::fs::symlink("sub/hop", &dangling).unwrap();
+        atomic_write(&dangling, |w| {
+            w.write_all(b"made").map_err(|e| Error::io("t", e))
+        })
+        .unwrap();
+        assert!(fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            fs::read_to_string(dir.path().join("sub/made.csv")).unwrap(),
+            "made"
+        );
         assert_eq!(place(dir.path()), Place::Beside(dir.path().to_path_buf()));
         let fifo = dir.path().join("pipe");
         let made = std::process::Command::new("mkfifo")
