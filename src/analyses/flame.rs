@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use lockcast_parsers::event::Frame;
+use lockcast_parsers::event::{Event, Frame, Source};
 use lockcast_parsers::payload;
 use lockcast_parsers::perf_lock;
 
@@ -177,7 +177,13 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
             let mut waits: OpenWaits<(i32, String), Kept> = OpenWaits::default();
             let mut map: BTreeMap<Vec<String>, u64> = BTreeMap::new();
             let (mut n, mut chained) = (0u64, 0u64);
-            while let Some(e) = rd.next_event().map_err(|e| Error::parse(&path, e))? {
+            // one event read into again and again (the reader reuses its strings and, but for a
+            // begin's chain, kept until its end, its frames)
+            let mut e = Event::empty(Source::PerfData);
+            while rd
+                .next_event_into(&mut e)
+                .map_err(|e| Error::parse(&path, e))?
+            {
                 match e.name.as_str() {
                     "contention_begin" => {
                         let (Some(ts), Ok(b)) = (e.ts_ns, payload::contention_begin(&e.payload))
@@ -186,7 +192,7 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                         };
                         let kept = Kept {
                             ty: lock_type(b.flags),
-                            chain: e.callchain,
+                            chain: std::mem::take(&mut e.callchain),
                         };
                         waits.begin((e.tid, b.lock.to_string()), ts, kept);
                     }
