@@ -54,9 +54,9 @@
 # Measured 2026-12-07 (session 42), --repeats 5, the 236 MB fbatch-drain recipe recording of
 # lrufault 16K l300 (bench/record-lrufault.sh LOCKCAST DIR 300 fbatch-drain: lock events with
 # call chains, 2.1 M samples), --base main@2301abf, load ~1.5:
-#   report 1.625 -> 0.669 s (2.42x), perf lock contention 0.454 s (0.68x lockcast's time: missed
-#   on this recording); export perfetto 4.101 -> 1.448 s (2.83x); flamegraph 1.437 -> 0.691 s
-#   (2.08x); parse --table all 1.04x. On l300 (no call chains), 9 alternating runs: report
+#   report 1.609 -> 0.650 s (2.47x), perf lock contention 0.433 s (0.67x lockcast's time: missed
+#   on this recording); export perfetto 4.165 -> 1.528 s (2.72x); flamegraph 1.421 -> 0.564 s
+#   (2.51x); parse --table all 1.04x, events 1.11x. On l300 (no call chains), 9 alternating runs: report
 #   0.242 -> 0.217 s, perf lock contention 0.234 s (1.08x lockcast's time: faster than perf)
 set -euo pipefail
 PROG=${0##*/}
