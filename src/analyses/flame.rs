@@ -177,8 +177,8 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
             let mut waits: OpenWaits<(i32, String), Kept> = OpenWaits::default();
             let mut map: BTreeMap<Vec<String>, u64> = BTreeMap::new();
             let (mut n, mut chained) = (0u64, 0u64);
-            // one event read into again and again (the reader reuses its strings and, but for a
-            // begin's chain, kept until its end, its frames)
+            // one event read into again and again: the reader reuses its strings and frames (a
+            // begin's chain is taken out of it, kept with the open wait until its end)
             let mut e = Event::empty(Source::PerfData);
             while rd
                 .next_event_into(&mut e)
