@@ -336,6 +336,14 @@ mod tests {
     #[test]
     fn outputs_go_where_the_path_points() {
         let dir = tempfile::tempdir().unwrap();
+        // `text` written to `path`, which is still a symlink afterwards
+        let write_through = |path: &Path, text: &str| {
+            atomic_write(path, |w| {
+                w.write_all(text.as_bytes()).map_err(|e| Error::io("t", e))
+            })
+            .unwrap();
+            assert!(fs::symlink_metadata(path).unwrap().file_type().is_symlink());
+        };
         let file = dir.path().join("t.csv");
         fs::write(&file, "old").unwrap();
         let link = dir.path().join("link.csv");
@@ -344,14 +352,7 @@ mod tests {
             place(&link),
             Place::Beside(fs::canonicalize(&file).unwrap())
         );
-        atomic_write(&link, |w| {
-            w.write_all(b"new").map_err(|e| Error::io("t", e))
-        })
-        .unwrap();
-        assert!(fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        write_through(&link, "new");
         assert_eq!(fs::read_to_string(&file).unwrap(), "new");
         let fresh = dir.path().join("fresh.csv");
         assert_eq!(place(&fresh), Place::Beside(fresh.clone()));
@@ -360,14 +361,7 @@ mod tests {
         let (hop, dangling) = (dir.path().join("sub/hop"), dir.path().join("dangling.csv"));
         std::os::unix::fs::symlink("made.csv", &hop).unwrap();
         std::os::unix::fs::symlink("sub/hop", &dangling).unwrap();
-        atomic_write(&dangling, |w| {
-            w.write_all(b"made").map_err(|e| Error::io("t", e))
-        })
-        .unwrap();
-        assert!(fs::symlink_metadata(&dangling)
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        write_through(&dangling, "made");
         assert_eq!(
             fs::read_to_string(dir.path().join("sub/made.csv")).unwrap(),
             "made"

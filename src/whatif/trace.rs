@@ -13,7 +13,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use lockcast_parsers::detect::Format;
-use lockcast_parsers::event::{CaptureHeader, Frames};
+use lockcast_parsers::event::{CaptureHeader, Event, Frames, Source};
 use lockcast_parsers::payload;
 use lockcast_parsers::perf_data::kallsyms::Recent;
 use lockcast_parsers::perf_script;
@@ -595,8 +595,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         }
         None => {
             // one event read into again and again: the reader reuses its strings and chain
-            let mut e =
-                lockcast_parsers::event::Event::empty(lockcast_parsers::event::Source::PerfData);
+            let mut e = Event::empty(Source::PerfData);
             while rd
                 .next_event_into(&mut e)
                 .map_err(|e| Error::parse(path, e))?
