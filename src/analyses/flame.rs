@@ -24,7 +24,7 @@ use lockcast_parsers::perf_lock;
 use crate::analyses::filter::RowFilter;
 use crate::capture::{self, Capture, OpenOptions};
 use crate::error::{Error, Result};
-use crate::frames::contention::{caller_of, lock_type, OpenWaits, Pairer};
+use crate::frames::contention::{caller_of, lock_type, OpenWaits, Pairer, Stack};
 use crate::input::InputSpec;
 use crate::whatif::Outcome;
 
@@ -207,9 +207,8 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                         let names: Vec<String> =
                             k.chain.iter().map(|f| frame_name(&f.symbol)).collect();
                         if !o.filter.is_empty() {
-                            let raw: Vec<String> =
-                                k.chain.iter().map(Frame::symbol_with_offset).collect();
-                            let mut callers: Vec<&str> = caller_of(&raw).into_iter().collect();
+                            let raw = Stack::of(&k.chain);
+                            let mut callers: Vec<&str> = caller_of(raw.iter()).into_iter().collect();
                             callers.extend(names.iter().map(String::as_str));
                             if !o.filter.keep(&[end.lock], &callers, Some(k.ty)) {
                                 continue;

@@ -11,7 +11,7 @@ use std::hash::Hash;
 
 use polars::prelude::*;
 
-use lockcast_parsers::event::Event;
+use lockcast_parsers::event::{Event, Frame};
 use lockcast_parsers::payload;
 
 use super::schema::contention as c;
@@ -42,13 +42,65 @@ fn is_lock_function(sym: &str) -> bool {
         || s.starts_with("io_schedule")
 }
 
-/// The caller perf would name for a call chain: skip [`STACK_SKIP`] frames, then lock text.
-pub fn caller_of(stack: &[String]) -> Option<&str> {
+/// The caller perf would name for a call chain (`sym+0xoff` frames, innermost first): skip
+/// [`STACK_SKIP`] frames, then lock text.
+pub fn caller_of<'a>(stack: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     stack
-        .iter()
+        .into_iter()
         .skip(STACK_SKIP)
-        .map(String::as_str)
         .find(|s| !is_lock_function(s))
+}
+
+/// A call chain's frames as perf prints them, `sym+0xoff` ([`Frame::symbol_with_offset`]),
+/// innermost first, in one string. A wait keeps its begin's frames until its end; a `String`
+/// per frame made the frames' formatting and allocation ~14% of `report` on a recording with
+/// call chains (~15 frames a wait).
+#[derive(Debug, Default)]
+pub struct Stack {
+    text: String,
+    /// Where each frame ends in `text`.
+    ends: Vec<u32>,
+}
+
+impl Stack {
+    /// The frames of `chain`.
+    pub fn of(chain: &[Frame]) -> Stack {
+        let mut st = Stack {
+            text: String::with_capacity(chain.iter().map(|f| f.symbol.len() + 8).sum()),
+            ends: Vec::with_capacity(chain.len()),
+        };
+        for f in chain {
+            st.text.push_str(&f.symbol);
+            if let Some(o) = f.offset {
+                push_hex(&mut st.text, o);
+            }
+            // frames past 4 GiB of text: the end stays where u32 saturates, never reached
+            st.ends
+                .push(u32::try_from(st.text.len()).unwrap_or(u32::MAX));
+        }
+        st
+    }
+
+    /// The frames, innermost first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let end = (end as usize).min(self.text.len());
+            let f = self.text.get(start..end).unwrap_or("");
+            start = end;
+            f
+        })
+    }
+}
+
+/// `+0x` and `v` in lower-case hex, as `format!("+{v:#x}")` writes it.
+fn push_hex(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("+0x");
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    for i in (0..digits).rev() {
+        out.push(char::from(DIGITS[((v >> (4 * i)) & 0xf) as usize]));
+    }
 }
 
 /// perf's `get_type_str` from the tracepoint's flag names.
@@ -81,7 +133,7 @@ struct Pending {
     cpu: Option<u32>,
     line: u64,
     flags: String,
-    stack: Vec<String>,
+    stack: Stack,
     comm: String,
 }
 
@@ -177,28 +229,74 @@ impl<K: Hash + Eq, B> OpenWaits<K, B> {
     }
 }
 
+/// A string column of the `contention` table, each value copied into arrow's buffers as its
+/// row comes (a `String` per row and value was ~5% of `report` on a recording with call chains).
+struct Strings {
+    name: &'static str,
+    b: StringChunkedBuilder,
+}
+
+impl Strings {
+    fn new(name: &'static str) -> Self {
+        Strings {
+            name,
+            b: StringChunkedBuilder::new(name.into(), 0),
+        }
+    }
+
+    /// The column so far; a new one starts.
+    fn take(&mut self) -> Column {
+        std::mem::replace(&mut self.b, StringChunkedBuilder::new(self.name.into(), 0))
+            .finish()
+            .into_series()
+            .into()
+    }
+}
+
 /// Streaming builder of the `contention` table: waits paired by [`OpenWaits`] per
 /// (task, lock), as perf does (why not per CPU: see [`OpenWaits`]).
-#[derive(Default)]
 pub struct Pairer {
     waits: OpenWaits<(i32, String), Pending>,
-    source: Vec<String>,
+    source: Strings,
     begin_line: Vec<u64>,
     cpu: Vec<Option<u32>>,
     tid: Vec<i64>,
-    comm: Vec<String>,
-    lock: Vec<String>,
-    flags: Vec<String>,
+    comm: Strings,
+    lock: Strings,
+    flags: Strings,
     ty: Vec<&'static str>,
     begin_ns: Vec<i64>,
     end_ns: Vec<i64>,
     wait_ns: Vec<i64>,
     ret: Vec<i32>,
-    caller: Vec<Option<String>>,
+    caller: Strings,
     /// Call chains, one list per wait: a list builder, not a `Series` per wait (a million
     /// waits spent ~800 MB on per-row Series).
     stack: Option<ListStringChunkedBuilder>,
     current_source: String,
+}
+
+impl Default for Pairer {
+    fn default() -> Self {
+        Pairer {
+            waits: OpenWaits::default(),
+            source: Strings::new(c::SOURCE),
+            begin_line: Vec::new(),
+            cpu: Vec::new(),
+            tid: Vec::new(),
+            comm: Strings::new(c::COMM),
+            lock: Strings::new(c::LOCK),
+            flags: Strings::new(c::FLAGS),
+            ty: Vec::new(),
+            begin_ns: Vec::new(),
+            end_ns: Vec::new(),
+            wait_ns: Vec::new(),
+            ret: Vec::new(),
+            caller: Strings::new(c::CALLER),
+            stack: None,
+            current_source: String::new(),
+        }
+    }
 }
 
 impl Pairer {
@@ -226,7 +324,7 @@ impl Pairer {
                         cpu: e.cpu,
                         line: e.line,
                         flags: b.flags.to_string(),
-                        stack: e.callchain.iter().map(|f| f.symbol_with_offset()).collect(),
+                        stack: Stack::of(&e.callchain),
                         comm: e.comm.clone(),
                     },
                 );
@@ -239,22 +337,22 @@ impl Pairer {
                 let Some((begin_ns, p)) = self.waits.end(&(e.tid, end.lock.to_string()), ts) else {
                     return;
                 };
-                self.source.push(self.current_source.clone());
+                self.source.b.append_value(&self.current_source);
                 self.begin_line.push(p.line);
                 self.cpu.push(p.cpu);
                 self.tid.push(i64::from(e.tid));
-                self.comm.push(p.comm);
+                self.comm.b.append_value(&p.comm);
                 self.ty.push(lock_type(&p.flags));
-                self.lock.push(end.lock.to_string());
-                self.flags.push(p.flags);
+                self.lock.b.append_value(end.lock);
+                self.flags.b.append_value(&p.flags);
                 self.begin_ns.push(begin_ns);
                 self.end_ns.push(ts);
                 self.wait_ns.push(ts - begin_ns);
                 self.ret.push(end.ret);
-                self.caller.push(caller_of(&p.stack).map(str::to_string));
+                self.caller.b.append_option(caller_of(p.stack.iter()));
                 self.stack
                     .get_or_insert_with(|| ListStringChunkedBuilder::new(c::STACK.into(), 0, 0))
-                    .append_values_iter(p.stack.iter().map(String::as_str));
+                    .append_values_iter(p.stack.iter());
             }
             _ => {}
         }
@@ -294,19 +392,19 @@ impl Pairer {
         };
 
         let cols = vec![
-            Column::new(c::SOURCE.into(), std::mem::take(&mut self.source)),
+            self.source.take(),
             Column::new(c::BEGIN_LINE.into(), std::mem::take(&mut self.begin_line)),
             Column::new(c::CPU.into(), std::mem::take(&mut self.cpu)),
             Column::new(c::TID.into(), std::mem::take(&mut self.tid)),
-            Column::new(c::COMM.into(), std::mem::take(&mut self.comm)),
-            Column::new(c::LOCK.into(), std::mem::take(&mut self.lock)),
-            Column::new(c::FLAGS.into(), std::mem::take(&mut self.flags)),
+            self.comm.take(),
+            self.lock.take(),
+            self.flags.take(),
             Column::new(c::TYPE.into(), std::mem::take(&mut self.ty)),
             Column::new(c::BEGIN_NS.into(), std::mem::take(&mut self.begin_ns)),
             Column::new(c::END_NS.into(), std::mem::take(&mut self.end_ns)),
             Column::new(c::WAIT_NS.into(), std::mem::take(&mut self.wait_ns)),
             Column::new(c::RET.into(), std::mem::take(&mut self.ret)),
-            Column::new(c::CALLER.into(), std::mem::take(&mut self.caller)),
+            self.caller.take(),
             stack.into(),
         ];
         DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))
@@ -316,6 +414,34 @@ impl Pairer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A [`Stack`] gives each frame as [`Frame::symbol_with_offset`] prints it, in order:
+    /// offsets at every hex width, none, 0, and frames with empty symbols.
+    #[test]
+    fn a_stack_keeps_the_frames_as_printed() {
+        let frame = |symbol: &str, offset| Frame {
+            addr: 0,
+            symbol: symbol.to_string(),
+            offset,
+            dso: None,
+        };
+        let mut chain = vec![
+            frame("[unknown]", None),
+            frame("", Some(0)),
+            frame("", None),
+        ];
+        for bits in 0..64 {
+            chain.push(frame("folio_batch_move_lru", Some(1u64 << bits)));
+            chain.push(frame("x", Some((1u64 << bits) - 1)));
+        }
+        chain.push(frame("lru_add_drain", Some(u64::MAX)));
+        let st = Stack::of(&chain);
+        let want: Vec<String> = chain.iter().map(Frame::symbol_with_offset).collect();
+        assert_eq!(st.iter().collect::<Vec<_>>(), want);
+        assert_eq!(want[4], "x+0x0");
+        assert_eq!(want[131], "lru_add_drain+0xffffffffffffffff");
+        assert_eq!(Stack::of(&[]).iter().count(), 0);
+    }
 
     #[test]
     fn open_waits_keep_the_first_begin_and_count_what_they_drop() {
