@@ -254,30 +254,62 @@ struct Agg {
 /// the same rows without its waits ever being held together.
 #[derive(Default)]
 pub struct ContentionAgg {
-    groups: std::collections::BTreeMap<(String, String, String), Agg>,
+    /// Per group: (source, caller, type) and its sums, in order of first sight.
+    groups: Vec<((String, String, String), Agg)>,
+    /// Each group's place in `groups`, by [`group_key`]: a row is found with no allocation
+    /// (a `String` per row and key column was ~4% of `report`).
+    index: std::collections::HashMap<String, usize>,
+}
+
+/// One string for a (source, caller, type) key: each of the first two after its length, so
+/// no two keys give the same string whatever bytes they hold.
+fn group_key(out: &mut String, source: &str, caller: &str, ty: &str) {
+    use std::fmt::Write;
+    out.clear();
+    for part in [source, caller] {
+        let _ = write!(out, "{}:", part.len());
+        out.push_str(part);
+    }
+    out.push_str(ty);
 }
 
 impl ContentionAgg {
     /// Add the waits of one `contention` frame (in the order they were paired).
     pub fn add(&mut self, df: &DataFrame) -> Result<()> {
         use super::schema::contention as k;
-        let source = super::strs(df, k::SOURCE)?;
-        let caller = super::strs(df, k::CALLER)?;
-        let ty = super::strs(df, k::TYPE)?;
+        let strs = |name: &str| {
+            df.column(name)
+                .and_then(|c| c.str())
+                .map_err(|e| Error::polars(format!("reading column {name}"), e))
+        };
+        let (source, caller, ty) = (strs(k::SOURCE)?, strs(k::CALLER)?, strs(k::TYPE)?);
         let wait = super::i64s(df, k::WAIT_NS)?;
-        for i in 0..df.height() {
-            let key = (
-                source[i].clone().unwrap_or_default(),
-                caller[i].clone().unwrap_or_else(|| "Unknown".to_string()),
-                ty[i].clone().unwrap_or_default(),
+        let mut key = String::new();
+        let rows = source.iter().zip(caller.iter()).zip(ty.iter()).zip(wait);
+        for (((source, caller), ty), wait) in rows {
+            let (source, caller, ty) = (
+                source.unwrap_or_default(),
+                caller.unwrap_or("Unknown"),
+                ty.unwrap_or_default(),
             );
-            let w = u64::try_from(wait[i].unwrap_or(0)).unwrap_or(0);
-            let n = self.groups.len();
-            let a = self.groups.entry(key).or_insert_with(|| Agg {
-                min: u64::MAX,
-                order: n,
-                ..Agg::default()
-            });
+            group_key(&mut key, source, caller, ty);
+            let at = match self.index.get(key.as_str()) {
+                Some(&at) => at,
+                None => {
+                    let at = self.groups.len();
+                    self.index.insert(key.clone(), at);
+                    let names = (source.to_string(), caller.to_string(), ty.to_string());
+                    let fresh = Agg {
+                        min: u64::MAX,
+                        order: at,
+                        ..Agg::default()
+                    };
+                    self.groups.push((names, fresh));
+                    at
+                }
+            };
+            let a = &mut self.groups[at].1;
+            let w = u64::try_from(wait.unwrap_or(0)).unwrap_or(0);
             a.n += 1;
             // Saturating: only waits of centuries (hostile timestamps) can reach it.
             a.total = a.total.saturating_add(w);
@@ -290,7 +322,7 @@ impl ContentionAgg {
     /// The `lock_stats` rows, in perf's default order per source: total wait, largest first
     /// (first seen first on ties).
     pub fn finish(self) -> Result<DataFrame> {
-        let mut rows: Vec<_> = self.groups.into_iter().collect();
+        let mut rows = self.groups;
         rows.sort_by(|a, b| {
             a.0 .0
                 .cmp(&b.0 .0)
@@ -392,5 +424,59 @@ impl Builder {
         self.rw.push(None);
         self.push_hold(None);
         self.push_no_points();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::schema::contention as k;
+
+    /// Waits are grouped per (source, caller, type) exactly: keys whose parts would join into
+    /// the same text stay apart, a missing caller is perf's `Unknown`, and the rows come per
+    /// source by total wait, largest first, first seen first on ties, across pieces.
+    #[test]
+    fn waits_are_grouped_by_source_caller_and_type() {
+        let piece = |rows: &[(&str, Option<&str>, &str, i64)]| {
+            df![
+                k::SOURCE => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                k::CALLER => rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+                k::TYPE => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                k::WAIT_NS => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+            ]
+            .unwrap()
+        };
+        let mut agg = ContentionAgg::default();
+        agg.add(&piece(&[
+            ("b", Some("a"), "bc", 10),
+            ("b", Some("ab"), "c", 7),
+            ("a", None, "spinlock", 5),
+            ("b", Some("a"), "bc", 30),
+            ("b", Some("x"), "spinlock", 3),
+        ]))
+        .unwrap();
+        agg.add(&piece(&[
+            ("a", Some("Unknown"), "spinlock", 4),
+            ("b", Some("x"), "spinlock", 4),
+        ]))
+        .unwrap();
+        let df = agg.finish().unwrap();
+        let ints = |name: &str| -> Vec<i64> {
+            let c = df.column(name).unwrap().cast(&DataType::Int64).unwrap();
+            c.i64().unwrap().into_no_null_iter().collect()
+        };
+        let text = |name: &str| crate::frames::strs(&df, name).unwrap();
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(text(c::SOURCE), [s("a"), s("b"), s("b"), s("b")]);
+        // "ab" and "x" tie at 7 ns: "ab" was seen first
+        assert_eq!(text(c::CALLER), [s("Unknown"), s("a"), s("ab"), s("x")]);
+        assert_eq!(
+            text(c::TYPE),
+            [s("spinlock"), s("bc"), s("c"), s("spinlock")]
+        );
+        assert_eq!(ints(c::CONTENDED), [2, 2, 1, 2]);
+        assert_eq!(ints(c::TOTAL_WAIT_NS), [9, 40, 7, 7]);
+        assert_eq!(ints(c::MAX_WAIT_NS), [5, 30, 7, 4]);
+        assert_eq!(ints(c::MIN_WAIT_NS), [4, 10, 7, 3]);
     }
 }
