@@ -65,20 +65,24 @@ pub struct Stack {
 impl Stack {
     /// The frames of `chain`.
     pub fn of(chain: &[Frame]) -> Stack {
-        let mut st = Stack {
-            text: String::with_capacity(chain.iter().map(|f| f.symbol.len() + 8).sum()),
-            ends: Vec::with_capacity(chain.len()),
-        };
+        let mut st = Stack::default();
+        st.set(chain);
+        st
+    }
+
+    /// Now the frames of `chain`, in the buffers it has.
+    pub fn set(&mut self, chain: &[Frame]) {
+        self.text.clear();
+        self.ends.clear();
         for f in chain {
-            st.text.push_str(&f.symbol);
+            self.text.push_str(&f.symbol);
             if let Some(o) = f.offset {
-                push_hex(&mut st.text, o);
+                push_hex(&mut self.text, o);
             }
             // frames past 4 GiB of text: the end stays where u32 saturates, never reached
-            st.ends
-                .push(u32::try_from(st.text.len()).unwrap_or(u32::MAX));
+            self.ends
+                .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
         }
-        st
     }
 
     /// The frames, innermost first.
@@ -128,7 +132,9 @@ pub fn lock_type(flags: &str) -> &'static str {
     }
 }
 
-/// What the table keeps of an open `contention_begin` until its end.
+/// What the table keeps of an open `contention_begin` until its end (its strings' buffers
+/// then serve a later begin).
+#[derive(Default)]
 struct Pending {
     cpu: Option<u32>,
     line: u64,
@@ -274,6 +280,11 @@ pub struct Pairer {
     /// waits spent ~800 MB on per-row Series).
     stack: Option<ListStringChunkedBuilder>,
     current_source: String,
+    /// Ended waits' [`Pending`]s, their buffers reused by the next begins: no allocation per
+    /// wait once there are enough.
+    spare: Vec<Pending>,
+    /// The (task, lock) an end looks up, its string reused.
+    key: (i32, String),
 }
 
 impl Default for Pairer {
@@ -295,6 +306,8 @@ impl Default for Pairer {
             caller: Strings::new(c::CALLER),
             stack: None,
             current_source: String::new(),
+            spare: Vec::new(),
+            key: (0, String::new()),
         }
     }
 }
@@ -317,24 +330,24 @@ impl Pairer {
                     self.waits.unusable();
                     return;
                 };
-                self.waits.begin(
-                    (e.tid, b.lock.to_string()),
-                    ts,
-                    Pending {
-                        cpu: e.cpu,
-                        line: e.line,
-                        flags: b.flags.to_string(),
-                        stack: Stack::of(&e.callchain),
-                        comm: e.comm.clone(),
-                    },
-                );
+                let mut p = self.spare.pop().unwrap_or_default();
+                (p.cpu, p.line) = (e.cpu, e.line);
+                p.flags.clear();
+                p.flags.push_str(b.flags);
+                p.comm.clear();
+                p.comm.push_str(&e.comm);
+                p.stack.set(&e.callchain);
+                self.waits.begin((e.tid, b.lock.to_string()), ts, p);
             }
             "contention_end" => {
                 let (Some(ts), Ok(end)) = (e.ts_ns, payload::contention_end(&e.payload)) else {
                     self.waits.unusable();
                     return;
                 };
-                let Some((begin_ns, p)) = self.waits.end(&(e.tid, end.lock.to_string()), ts) else {
+                self.key.0 = e.tid;
+                self.key.1.clear();
+                self.key.1.push_str(end.lock);
+                let Some((begin_ns, p)) = self.waits.end(&self.key, ts) else {
                     return;
                 };
                 self.source.b.append_value(&self.current_source);
@@ -353,6 +366,7 @@ impl Pairer {
                 self.stack
                     .get_or_insert_with(|| ListStringChunkedBuilder::new(c::STACK.into(), 0, 0))
                     .append_values_iter(p.stack.iter());
+                self.spare.push(p);
             }
             _ => {}
         }
@@ -441,6 +455,141 @@ mod tests {
         assert_eq!(want[4], "x+0x0");
         assert_eq!(want[131], "lru_add_drain+0xffffffffffffffff");
         assert_eq!(Stack::of(&[]).iter().count(), 0);
+    }
+
+    /// A wait's row has its own begin's CPU, line, command, flags and frames, none of an
+    /// earlier wait's whose buffers its begin reused: a long chain, then a shorter one, then
+    /// none; a nested begin is dropped whole.
+    #[test]
+    fn each_wait_has_what_its_own_begin_kept() {
+        let frame = |symbol: &str, offset| Frame {
+            addr: 0,
+            symbol: symbol.to_string(),
+            offset: Some(offset),
+            dso: None,
+        };
+        let ev = |line, ts, cpu, comm: &str, name: &str, payload: &str, chain: Vec<Frame>| {
+            let mut e = Event::empty(lockcast_parsers::event::Source::PerfData);
+            (e.line, e.ts_ns, e.cpu, e.tid) = (line, Some(ts), Some(cpu), 7);
+            e.comm = comm.to_string();
+            e.name = name.to_string();
+            e.payload = payload.to_string();
+            e.callchain = chain;
+            e
+        };
+        let long = vec![
+            frame("queued_spin_lock_slowpath", 0x1f),
+            frame("_raw_spin_lock_irqsave", 0x3d),
+            frame("folio_lruvec_lock_irqsave", 0x5a),
+            frame("folio_batch_move_lru", 0x1c8),
+        ];
+        let short = vec![frame("rwsem_down_read_slowpath", 0x375)];
+        let (lock, rwsem) = ("0xffff888100000000", "0xffff88810006f778");
+        let mut p = Pairer::default();
+        p.set_source("t");
+        for e in [
+            ev(
+                1,
+                100,
+                0,
+                "one",
+                "contention_begin",
+                &format!("{lock} (flags=SPIN)"),
+                long,
+            ),
+            ev(
+                2,
+                150,
+                0,
+                "one",
+                "contention_end",
+                &format!("{lock} (ret=0)"),
+                vec![],
+            ),
+            ev(
+                3,
+                200,
+                1,
+                "two",
+                "contention_begin",
+                &format!("{rwsem} (flags=READ)"),
+                short,
+            ),
+            ev(
+                4,
+                210,
+                1,
+                "two",
+                "contention_begin",
+                &format!("{rwsem} (flags=WRITE)"),
+                vec![],
+            ),
+            ev(
+                5,
+                260,
+                1,
+                "two",
+                "contention_end",
+                &format!("{rwsem} (ret=0)"),
+                vec![],
+            ),
+            ev(
+                6,
+                300,
+                0,
+                "three",
+                "contention_begin",
+                &format!("{lock} (flags=SPIN)"),
+                vec![],
+            ),
+            ev(
+                7,
+                340,
+                0,
+                "three",
+                "contention_end",
+                &format!("{lock} (ret=0)"),
+                vec![],
+            ),
+        ] {
+            p.push(&e);
+        }
+        let (df, counts) = p.finish().unwrap();
+        assert_eq!((counts.intervals, counts.nested_begins), (3, 1));
+        let text = |n: &str| crate::frames::strs(&df, n).unwrap();
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(text(c::COMM), [s("one"), s("two"), s("three")]);
+        assert_eq!(text(c::FLAGS), [s("SPIN"), s("READ"), s("SPIN")]);
+        assert_eq!(
+            text(c::CALLER),
+            [s("folio_batch_move_lru+0x1c8"), None, None]
+        );
+        let lines: Vec<_> = df
+            .column(c::BEGIN_LINE)
+            .unwrap()
+            .u64()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(lines, [Some(1), Some(3), Some(6)]);
+        let stacks: Vec<Vec<String>> = df
+            .column(c::STACK)
+            .unwrap()
+            .list()
+            .unwrap()
+            .amortized_iter()
+            .map(|l| {
+                let l = l.unwrap();
+                let l = l.as_ref().str().unwrap();
+                l.iter()
+                    .map(|v| v.unwrap_or_default().to_string())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(stacks[0].len(), 4);
+        assert_eq!(stacks[0][3], "folio_batch_move_lru+0x1c8");
+        assert_eq!(stacks[1], ["rwsem_down_read_slowpath+0x375"]);
+        assert!(stacks[2].is_empty(), "{:?}", stacks[2]);
     }
 
     #[test]
