@@ -15,9 +15,9 @@
 //! carry one call stack each (perf prints at most 8 frames, innermost first), weighted by the
 //! row's `total wait` as printed (or its `contended` count).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use lockcast_parsers::event::{Event, Frame, Source};
+use lockcast_parsers::event::{Event, Source};
 use lockcast_parsers::payload;
 use lockcast_parsers::perf_lock;
 
@@ -140,15 +140,44 @@ pub fn diff_text(base: &Folded, patched: &Folded) -> String {
 /// A symbol as a frame name: the `+0x` offset stripped, `;` (the frame separator) written `:`,
 /// a blank one (perf prints none for an unresolved user address) as `[unknown]`.
 pub fn frame_name(symbol: &str) -> String {
+    let mut out = String::new();
+    frame_name_into(symbol, &mut out);
+    out
+}
+
+/// [`frame_name`] into `out`, its buffer reused.
+fn frame_name_into(symbol: &str, out: &mut String) {
+    out.clear();
     let s = symbol.trim();
     let s = match s.find("+0x") {
         Some(i) => &s[..i],
         None => s,
     };
     if s.is_empty() {
-        "[unknown]".to_string()
+        out.push_str("[unknown]");
     } else {
-        s.replace(';', ":")
+        out.extend(s.chars().map(|c| if c == ';' { ':' } else { c }));
+    }
+}
+
+/// Frame names, each kept once and known by its number: a traced wait's stack is a list of
+/// numbers, found in the fold's map without a `String` per frame and wait (they were most
+/// of `flamegraph`'s own time on a recording with call chains).
+#[derive(Default)]
+struct Names {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
     }
 }
 
@@ -172,13 +201,19 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
             rd.only(&Pairer::EVENTS);
             struct Kept {
                 ty: &'static str,
-                chain: Vec<Frame>,
+                /// Its frames' names ([`Names`]), innermost first.
+                frames: Vec<u32>,
+                /// Its frames as perf prints them, for the filters' caller.
+                raw: Option<Stack>,
             }
             let mut waits: OpenWaits<(i32, String), Kept> = OpenWaits::default();
-            let mut map: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+            let mut names = Names::default();
+            let mut stacks: HashMap<Vec<u32>, u64> = HashMap::new();
+            // reused: a frame's name, a stack's numbers, an end's key, ended waits' frames
+            let (mut name, mut stack, mut key) = (String::new(), Vec::new(), (0, String::new()));
+            let mut spare: Vec<Vec<u32>> = Vec::new();
             let (mut n, mut chained) = (0u64, 0u64);
-            // one event read into again and again: the reader reuses its strings and frames (a
-            // begin's chain is taken out of it, kept with the open wait until its end)
+            // one event read into again and again: the reader reuses its strings and frames
             let mut e = Event::empty(Source::PerfData);
             while rd
                 .next_event_into(&mut e)
@@ -190,9 +225,16 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                         else {
                             continue;
                         };
+                        let mut frames = spare.pop().unwrap_or_default();
+                        frames.clear();
+                        for f in &e.callchain {
+                            frame_name_into(&f.symbol, &mut name);
+                            frames.push(names.id(&name));
+                        }
                         let kept = Kept {
                             ty: lock_type(b.flags),
-                            chain: std::mem::take(&mut e.callchain),
+                            frames,
+                            raw: (!o.filter.is_empty()).then(|| Stack::of(&e.callchain)),
                         };
                         waits.begin((e.tid, b.lock.to_string()), ts, kept);
                     }
@@ -201,40 +243,53 @@ pub fn from_capture(spec: &str, open: &OpenOptions, o: &Options) -> Result<Folde
                         else {
                             continue;
                         };
-                        let Some((begin, k)) = waits.end(&(e.tid, end.lock.to_string()), ts) else {
+                        key.0 = e.tid;
+                        key.1.clear();
+                        key.1.push_str(end.lock);
+                        let Some((begin, k)) = waits.end(&key, ts) else {
                             continue;
                         };
-                        let names: Vec<String> =
-                            k.chain.iter().map(|f| frame_name(&f.symbol)).collect();
-                        if !o.filter.is_empty() {
-                            let raw = Stack::of(&k.chain);
+                        if let Some(raw) = &k.raw {
                             let mut callers: Vec<&str> = caller_of(raw.iter()).into_iter().collect();
-                            callers.extend(names.iter().map(String::as_str));
+                            callers.extend(k.frames.iter().map(|&i| names.names[i as usize].as_str()));
                             if !o.filter.keep(&[end.lock], &callers, Some(k.ty)) {
+                                spare.push(k.frames);
                                 continue;
                             }
                         }
                         n += 1;
-                        let mut stack = vec![match o.root {
-                            Root::Type => k.ty.to_string(),
-                            Root::Lock => end.lock.to_string(),
-                        }];
-                        if names.is_empty() {
-                            stack.push("[no call chain]".to_string());
+                        stack.clear();
+                        stack.push(names.id(match o.root {
+                            Root::Type => k.ty,
+                            Root::Lock => end.lock,
+                        }));
+                        if k.frames.is_empty() {
+                            stack.push(names.id("[no call chain]"));
                         } else {
                             chained += 1;
-                            stack.extend(names.into_iter().rev());
+                            stack.extend(k.frames.iter().rev());
                         }
+                        spare.push(k.frames);
                         let w = match o.weight {
                             // OpenWaits::end refuses an end before its begin
                             Weight::Wait => (ts - begin) as u64,
                             Weight::Count => 1,
                         };
-                        *map.entry(stack).or_default() += w;
+                        match stacks.get_mut(stack.as_slice()) {
+                            Some(sum) => *sum += w,
+                            None => {
+                                stacks.insert(stack.clone(), w);
+                            }
+                        }
                     }
                     _ => {}
                 }
             }
+            let name_of = |i: &u32| names.names[*i as usize].clone();
+            let map: BTreeMap<Vec<String>, u64> = stacks
+                .into_iter()
+                .map(|(s, w)| (s.iter().map(name_of).collect(), w))
+                .collect();
             if n == 0 {
                 return Err(Error::Input(format!(
                     "{path}: no traced wait{}: expected lock:contention_begin events each ended by a contention_end of the same task and lock",
