@@ -33,7 +33,8 @@ pub struct Loaded {
 pub struct TraceWaits {
     /// Events read.
     pub events: u64,
-    /// The `contention` frame: one row per wait.
+    /// The `contention` frame: one row per wait; its `stack` column null when loaded with
+    /// [`load_stats`].
     pub contention: DataFrame,
     /// How begins and ends paired.
     pub counts: PairingCounts,
@@ -41,6 +42,17 @@ pub struct TraceWaits {
 
 /// Read `spec` (`path` or `path#N`) for its lock statistics. A `perf report` input has none.
 pub fn load(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
+    load_with(spec, opts, Pairer::default())
+}
+
+/// [`load`] for the `lock_stats` rows alone ([`frame_of`], [`one_table`]): a trace's waits
+/// keep the caller perf names but not their call chains, so the `contention` frame's `stack`
+/// column is null ([`Pairer::without_stacks`]).
+pub fn load_stats(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
+    load_with(spec, opts, Pairer::without_stacks())
+}
+
+fn load_with(spec: &str, opts: &OpenOptions, mut pairer: Pairer) -> Result<Loaded> {
     let spec = InputSpec::parse(spec);
     let opened = open(&spec, opts)?;
     let format = opened.format;
@@ -54,7 +66,6 @@ pub fn load(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
             trace: None,
         }),
         Capture::Events(mut rd) => {
-            let mut pairer = Pairer::default();
             pairer.set_source(&path);
             // the pairing reads these two alone: a reader that can pass over the rest
             // undecoded does (perf.data); they still count as events read
@@ -122,7 +133,7 @@ pub struct OneTable {
 
 /// Read one table of `spec`.
 pub fn one_table(spec: &str, opts: &OpenOptions) -> Result<OneTable> {
-    let l = load(spec, opts)?;
+    let l = load_stats(spec, opts)?;
     if l.trace.is_some() {
         let df = frame_of(std::slice::from_ref(&l))?;
         return Ok(OneTable {

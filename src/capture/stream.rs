@@ -156,7 +156,10 @@ fn trace_waits(
     let progress = opened.progress.clone();
     let mut rd = opened.events("the contention table")?;
     let path = spec.path.as_str();
-    let mut pairer = Pairer::default();
+    let mut pairer = match contention {
+        true => Pairer::default(),
+        false => Pairer::without_stacks(),
+    };
     pairer.set_source(path);
     // as load reads a trace: the two events alone, the others passed over where the reader can
     rd.only(&Pairer::EVENTS);

@@ -299,7 +299,10 @@ fn build_ahead(
                     .collect())
             };
             let mut pairer = (want.lock_stats || want.contention).then(|| {
-                let mut p = Pairer::default();
+                let mut p = match want.contention {
+                    true => Pairer::default(),
+                    false => Pairer::without_stacks(),
+                };
                 p.set_source(path);
                 p
             });
