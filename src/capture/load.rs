@@ -34,7 +34,7 @@ pub struct TraceWaits {
     /// Events read.
     pub events: u64,
     /// The `contention` frame: one row per wait; its `stack` column null when loaded with
-    /// [`load_stats`].
+    /// [`load_without_chains`].
     pub contention: DataFrame,
     /// How begins and ends paired.
     pub counts: PairingCounts,
@@ -45,10 +45,10 @@ pub fn load(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
     load_with(spec, opts, Pairer::default())
 }
 
-/// [`load`] for the `lock_stats` rows alone ([`frame_of`], [`one_table`]): a trace's waits
-/// keep the caller perf names but not their call chains, so the `contention` frame's `stack`
-/// column is null ([`Pairer::without_stacks`]).
-pub fn load_stats(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
+/// [`load`] for readers of the waits that need each one's caller but not its call chain (the
+/// `lock_stats` rows of [`frame_of`] and [`one_table`], the export's wait slices): the
+/// `contention` frame's `stack` column is null ([`Pairer::without_stacks`]).
+pub fn load_without_chains(spec: &str, opts: &OpenOptions) -> Result<Loaded> {
     load_with(spec, opts, Pairer::without_stacks())
 }
 
@@ -133,7 +133,7 @@ pub struct OneTable {
 
 /// Read one table of `spec`.
 pub fn one_table(spec: &str, opts: &OpenOptions) -> Result<OneTable> {
-    let l = load_stats(spec, opts)?;
+    let l = load_without_chains(spec, opts)?;
     if l.trace.is_some() {
         let df = frame_of(std::slice::from_ref(&l))?;
         return Ok(OneTable {

@@ -134,7 +134,8 @@ fn read_measured(
         ..Default::default()
     };
     let rec = reconstruct::reconstruct(&t, &ropts)?;
-    let waits = load::load(capture, open)?
+    // the wait slices name the caller, not the frames
+    let waits = load::load_without_chains(capture, open)?
         .trace
         .ok_or_else(|| Error::Input(format!("{capture}: expected an event trace")))?;
     Ok((t, ropts, rec, waits))

@@ -22,7 +22,7 @@ pub fn report(a: ReportArgs) -> Result<()> {
             warn::skipped(&s.before, &s.before_diagnostics);
             s.loaded
         }
-        None => load::load_stats(&a.input_file, &open)?,
+        None => load::load_without_chains(&a.input_file, &open)?,
     }];
     warn::skipped(&loaded[0].spec.path, &loaded[0].diagnostics);
     let df = load::frame_of(&loaded)?;
