@@ -75,10 +75,7 @@ impl Stack {
         self.text.clear();
         self.ends.clear();
         for f in chain {
-            self.text.push_str(&f.symbol);
-            if let Some(o) = f.offset {
-                push_hex(&mut self.text, o);
-            }
+            push_frame(&mut self.text, f);
             // frames past 4 GiB of text: the end stays where u32 saturates, never reached
             self.ends
                 .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
@@ -104,6 +101,14 @@ fn caller_frame(chain: &[Frame]) -> Option<&Frame> {
         .iter()
         .skip(STACK_SKIP)
         .find(|f| !is_lock_function(&f.symbol))
+}
+
+/// `f` as [`Frame::symbol_with_offset`] prints it, appended to `out`.
+fn push_frame(out: &mut String, f: &Frame) {
+    out.push_str(&f.symbol);
+    if let Some(o) = f.offset {
+        push_hex(out, o);
+    }
 }
 
 /// `+0x` and `v` in lower-case hex, as `format!("+{v:#x}")` writes it.
@@ -332,8 +337,9 @@ impl Pairer {
     /// The events [`Pairer::push`] reads; it ignores every other.
     pub const EVENTS: [&'static str; 2] = ["contention_begin", "contention_end"];
 
-    /// For a reader of the `lock_stats` rows alone ([`crate::frames::lock_stats::ContentionAgg`]):
-    /// each wait keeps the caller perf names, not its frames, and the `stack` column is null.
+    /// For readers of a wait's caller but not its frames (the `lock_stats` rows of
+    /// [`crate::frames::lock_stats::ContentionAgg`], the export's wait slices): each wait keeps
+    /// the caller perf names, not its frames, and the `stack` column is null.
     /// The frames, formatted and kept in the table, were ~13% of `report` and a third of its
     /// peak memory on a recording with call chains.
     pub fn without_stacks() -> Pairer {
@@ -370,10 +376,7 @@ impl Pairer {
                     p.has_caller = caller.is_some();
                     p.caller.clear();
                     if let Some(f) = caller {
-                        p.caller.push_str(&f.symbol);
-                        if let Some(o) = f.offset {
-                            push_hex(&mut p.caller, o);
-                        }
+                        push_frame(&mut p.caller, f);
                     }
                 }
                 self.waits.begin((e.tid, b.lock.to_string()), ts, p);
