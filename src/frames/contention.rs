@@ -14,6 +14,7 @@ use polars::prelude::*;
 use lockcast_parsers::event::{Event, Frame};
 use lockcast_parsers::payload;
 
+use super::events::{Append, ColumnBuilder, Str};
 use super::schema::contention as c;
 use crate::error::{Error, Result};
 
@@ -200,14 +201,31 @@ pub struct PairingCounts {
 pub struct OpenWaits<K, B> {
     open: HashMap<K, (i64, B)>,
     counts: PairingCounts,
+    /// The key an end is looked up with, its buffers reused ([`OpenWaits::end_of`]).
+    probe: K,
 }
 
-impl<K, B> Default for OpenWaits<K, B> {
+impl<K: Default, B> Default for OpenWaits<K, B> {
     fn default() -> Self {
         OpenWaits {
             open: HashMap::new(),
             counts: PairingCounts::default(),
+            probe: K::default(),
         }
+    }
+}
+
+impl<B> OpenWaits<(i32, String), B> {
+    /// [`OpenWaits::end`] of task `tid`'s wait on `lock` as printed (the table's and the flame
+    /// graph's key), looked up without a new string.
+    pub fn end_of(&mut self, tid: i32, lock: &str, ts_ns: i64) -> Option<(i64, B)> {
+        let mut key = std::mem::take(&mut self.probe);
+        key.0 = tid;
+        key.1.clear();
+        key.1.push_str(lock);
+        let ended = self.end(&key, ts_ns);
+        self.probe = key;
+        ended
     }
 }
 
@@ -253,47 +271,31 @@ impl<K: Hash + Eq, B> OpenWaits<K, B> {
     }
 }
 
-/// A string column of the `contention` table, each value copied into arrow's buffers as its
-/// row comes (a `String` per row and value was ~5% of `report` on a recording with call chains).
-struct Strings {
-    name: &'static str,
-    b: StringChunkedBuilder,
-}
-
-impl Strings {
-    fn new(name: &'static str) -> Self {
-        Strings {
-            name,
-            b: StringChunkedBuilder::new(name.into(), 0),
-        }
-    }
-
-    /// The column so far; a new one starts.
-    fn take(&mut self) -> Column {
-        std::mem::replace(&mut self.b, StringChunkedBuilder::new(self.name.into(), 0))
-            .finish()
-            .into_series()
-            .into()
-    }
+/// The string column `b` so far, and a new one started in its place.
+fn take_strings(b: &mut Str, name: &'static str) -> Column {
+    std::mem::replace(b, Str::new(name)).finish()
 }
 
 /// Streaming builder of the `contention` table: waits paired by [`OpenWaits`] per
 /// (task, lock), as perf does (why not per CPU: see [`OpenWaits`]).
 pub struct Pairer {
     waits: OpenWaits<(i32, String), Pending>,
-    source: Strings,
+    /// Text columns: each value copied into arrow's buffers as its row comes (a `String` per
+    /// row and column, turned into a `Series` at the end, was 0.658 -> 0.573 s of `report` on
+    /// the fbatch-drain recording).
+    source: Str,
     begin_line: Vec<u64>,
     cpu: Vec<Option<u32>>,
     tid: Vec<i64>,
-    comm: Strings,
-    lock: Strings,
-    flags: Strings,
+    comm: Str,
+    lock: Str,
+    flags: Str,
     ty: Vec<&'static str>,
     begin_ns: Vec<i64>,
     end_ns: Vec<i64>,
     wait_ns: Vec<i64>,
     ret: Vec<i32>,
-    caller: Strings,
+    caller: Str,
     /// Call chains, one list per wait: a list builder, not a `Series` per wait (a million
     /// waits spent ~800 MB on per-row Series).
     stack: Option<ListStringChunkedBuilder>,
@@ -301,8 +303,6 @@ pub struct Pairer {
     /// Ended waits' [`Pending`]s, their buffers reused by the next begins: no allocation per
     /// wait once there are enough.
     spare: Vec<Pending>,
-    /// The (task, lock) an end looks up, its string reused.
-    key: (i32, String),
     /// Each wait keeps its frames and the table has them ([`Pairer::without_stacks`]).
     stacks: bool,
 }
@@ -311,23 +311,22 @@ impl Default for Pairer {
     fn default() -> Self {
         Pairer {
             waits: OpenWaits::default(),
-            source: Strings::new(c::SOURCE),
+            source: Str::new(c::SOURCE),
             begin_line: Vec::new(),
             cpu: Vec::new(),
             tid: Vec::new(),
-            comm: Strings::new(c::COMM),
-            lock: Strings::new(c::LOCK),
-            flags: Strings::new(c::FLAGS),
+            comm: Str::new(c::COMM),
+            lock: Str::new(c::LOCK),
+            flags: Str::new(c::FLAGS),
             ty: Vec::new(),
             begin_ns: Vec::new(),
             end_ns: Vec::new(),
             wait_ns: Vec::new(),
             ret: Vec::new(),
-            caller: Strings::new(c::CALLER),
+            caller: Str::new(c::CALLER),
             stack: None,
             current_source: String::new(),
             spare: Vec::new(),
-            key: (0, String::new()),
             stacks: true,
         }
     }
@@ -386,20 +385,17 @@ impl Pairer {
                     self.waits.unusable();
                     return;
                 };
-                self.key.0 = e.tid;
-                self.key.1.clear();
-                self.key.1.push_str(end.lock);
-                let Some((begin_ns, p)) = self.waits.end(&self.key, ts) else {
+                let Some((begin_ns, p)) = self.waits.end_of(e.tid, end.lock, ts) else {
                     return;
                 };
-                self.source.b.append_value(&self.current_source);
+                self.source.append(&self.current_source);
                 self.begin_line.push(p.line);
                 self.cpu.push(p.cpu);
                 self.tid.push(i64::from(e.tid));
-                self.comm.b.append_value(&p.comm);
+                self.comm.append(&p.comm);
                 self.ty.push(lock_type(&p.flags));
-                self.lock.b.append_value(end.lock);
-                self.flags.b.append_value(&p.flags);
+                self.lock.append(end.lock);
+                self.flags.append(&p.flags);
                 self.begin_ns.push(begin_ns);
                 self.end_ns.push(ts);
                 self.wait_ns.push(ts - begin_ns);
@@ -408,11 +404,11 @@ impl Pairer {
                     .stack
                     .get_or_insert_with(|| ListStringChunkedBuilder::new(c::STACK.into(), 0, 0));
                 if self.stacks {
-                    self.caller.b.append_option(caller_of(p.stack.iter()));
+                    self.caller.append(caller_of(p.stack.iter()));
                     stack.append_values_iter(p.stack.iter());
                 } else {
                     let caller = p.has_caller.then_some(p.caller.as_str());
-                    self.caller.b.append_option(caller);
+                    self.caller.append(caller);
                     // (not `Series::full_null`, which makes polars allocate 8 MiB of zeros)
                     stack.append_null();
                 }
@@ -456,19 +452,19 @@ impl Pairer {
         };
 
         let cols = vec![
-            self.source.take(),
+            take_strings(&mut self.source, c::SOURCE),
             Column::new(c::BEGIN_LINE.into(), std::mem::take(&mut self.begin_line)),
             Column::new(c::CPU.into(), std::mem::take(&mut self.cpu)),
             Column::new(c::TID.into(), std::mem::take(&mut self.tid)),
-            self.comm.take(),
-            self.lock.take(),
-            self.flags.take(),
+            take_strings(&mut self.comm, c::COMM),
+            take_strings(&mut self.lock, c::LOCK),
+            take_strings(&mut self.flags, c::FLAGS),
             Column::new(c::TYPE.into(), std::mem::take(&mut self.ty)),
             Column::new(c::BEGIN_NS.into(), std::mem::take(&mut self.begin_ns)),
             Column::new(c::END_NS.into(), std::mem::take(&mut self.end_ns)),
             Column::new(c::WAIT_NS.into(), std::mem::take(&mut self.wait_ns)),
             Column::new(c::RET.into(), std::mem::take(&mut self.ret)),
-            self.caller.take(),
+            take_strings(&mut self.caller, c::CALLER),
             stack.into(),
         ];
         DataFrame::new(height, cols).map_err(|e| Error::polars("building contention", e))

@@ -21,18 +21,18 @@ use super::str_lists::SharedStrLists;
 use crate::error::{Error, Result};
 
 /// One column of a per-event table, filled one row at a time.
-trait ColumnBuilder {
+pub(super) trait ColumnBuilder {
     fn new(name: &'static str) -> Self;
     fn finish(self) -> Column;
 }
 
 /// A row's value of type `V` appended to a column builder.
-trait Append<V> {
+pub(super) trait Append<V> {
     fn append(&mut self, v: V);
 }
 
 /// A string column builder (no per-row allocation: values are copied into arrow buffers).
-struct Str(StringChunkedBuilder);
+pub(super) struct Str(StringChunkedBuilder);
 
 impl ColumnBuilder for Str {
     fn new(name: &'static str) -> Self {

@@ -1000,7 +1000,9 @@ fn intern_addr(st: &mut ReadState, t: &mut Trace, addr: u64) -> u32 {
     id
 }
 
-fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
+/// The number of `name` among `names` (`map` finds it), added when new: the lock and drain-site
+/// tables here, the frame names of a flame graph.
+pub(crate) fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
     if let Some(&id) = map.get(name) {
         return id;
     }
