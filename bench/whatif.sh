@@ -5,7 +5,7 @@
 #   (a) per capture: `lockcast report CAPTURE`, `lockcast whatif POLICY CAPTURE` (its default
 #       interval: up to 200 replicates, fewer by its stopping rule) and `whatif --bootstrap 0`; the goal is whatif <= 3x report;
 #   (b) with --base PATH (an older lockcast build): its report, whatif and --bootstrap 0 in the same rounds,
-#       and the ratio old / new;
+#       the ratio old / new, and the base's own whatif / report (bwi/br);
 #   (c) peak RSS of whatif per capture (GNU time, one extra run), and whatif's median CPU time
 #       (user + system) new and base: a load-robust companion to the wall times; `win`: the
 #       time windows its replicates replayed (`bootstrap.windows` of --json; 0 = the whole
@@ -85,7 +85,7 @@ events() { # capture dir
 }
 
 echo "lockcast $LOCKCAST${BASE:+, base $BASE}; policy $POLICY; $REPEATS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %9s %7s %8s %8s %8s %7s %4s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB' 'wi_cpu' 'bwi_cpu' 'cpu_o/n' 'win'
+printf '%-44s %9s %9s %9s %9s %7s %9s %9s %7s %7s %9s %7s %8s %8s %8s %7s %4s\n' capture events report whatif 'boot=0' 'wi/rep' 'base_rep' 'base_wi' 'bwi/br' 'old/new' 'base_b0' 'b0_o/n' 'rss_MiB' 'wi_cpu' 'bwi_cpu' 'cpu_o/n' 'win'
 for c in "${cases[@]}"; do
   rep=() wi=() wi0=() brep=() bwi=() bwi0=()
   for i in $(seq 1 "$REPEATS"); do
@@ -103,17 +103,19 @@ for c in "${cases[@]}"; do
   win=$("$LOCKCAST" whatif "$POLICY" "$c" --json 2>/dev/null | jq -r '.bootstrap.windows // 0')
   mr=$(mcol 1 "${rep[@]}"); mw=$(mcol 1 "${wi[@]}"); m0=$(mcol 1 "${wi0[@]}")
   cw=$(printf '%.2f' "$(mcol 2 "${wi[@]}")")
-  br=- bw=- on=- b0=- on0=- bcw=- con=-
+  br=- bw=- bwr=- on=- b0=- on0=- bcw=- con=-
   if [ -n "$BASE" ]; then
     br=$(printf '%.3f' "$(mcol 1 "${brep[@]}")"); bw=$(printf '%.3f' "$(mcol 1 "${bwi[@]}")"); on=$(ratio "$bw" "$mw")x
+    bwr=$(ratio "$bw" "$br")x
     b0=$(printf '%.3f' "$(mcol 1 "${bwi0[@]}")"); on0=$(ratio "$b0" "$m0")x
     bcw=$(printf '%.2f' "$(mcol 2 "${bwi[@]}")"); con=$(ratio "$bcw" "$cw")x
   fi
-  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %9s %7s %8s %8s %8s %7s %4s\n' "${c#"$here/"}" "$(events "$c")" \
-    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$on" "$b0" "$on0" "$((rss / 1024))" "$cw" "$bcw" "$con" "$win"
+  printf '%-44s %9s %9.3f %9.3f %9.3f %6sx %9s %9s %7s %7s %9s %7s %8s %8s %8s %7s %4s\n' "${c#"$here/"}" "$(events "$c")" \
+    "$mr" "$mw" "$m0" "$(ratio "$mw" "$mr")" "$br" "$bw" "$bwr" "$on" "$b0" "$on0" "$((rss / 1024))" "$cw" "$bcw" "$con" "$win"
 done
-echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x; wi_cpu / bwi_cpu ="
-echo " whatif's CPU time, user + system, new / base: less moved by other load than wall time)"
+echo "(seconds, medians; wi/rep = whatif / report of the new build, goal <= 3x; bwi/br = the same of"
+echo " the base, so a moved ratio shows which of the two moved; wi_cpu / bwi_cpu = whatif's CPU time,"
+echo " user + system, new / base: less moved by other load than wall time)"
 
 if [ -n "$BASE" ] && [ "$ONLY" != large ]; then
   echo
