@@ -640,6 +640,11 @@ impl Layout {
         out.only_order0 = self.only_order0;
     }
 
+    /// How many CPU streams the capture's intents are laid out in.
+    pub fn streams(&self) -> usize {
+        self.cpus.len()
+    }
+
     /// Empty streams to build into.
     pub fn empty(&self) -> Intents {
         Intents {

@@ -734,7 +734,13 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             predicted: m[1],
         });
     }
+    // A bare-metal row of 0 with one or two CPUs taking the lock is the observation rule, not
+    // the replay: say so
+    let mut bare_none = false;
     for (other, m) in other_obs.into_iter().zip(replayed_rows) {
+        bare_none |= other == Observation::BareMetal
+            && layout.streams() <= 2
+            && m.iter().all(|x| x.contended == 0);
         sensitivity.push(Sensitivity {
             choice: format!("observation={}", obs_name(other)),
             replayed: m[0],
@@ -745,6 +751,20 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let mut notes = Vec::new();
     notes.extend(policy_notes);
     notes.extend(whole_note);
+    if bare_none {
+        // qspinlock fires contention_begin only for a waiter that queues behind the one
+        // spinning on the pending bit (docs/MODELS.md, "what contention_begin reports")
+        let cpus = match layout.streams() {
+            1 => "one CPU".to_string(),
+            n => format!("{n} CPUs"),
+        };
+        notes.push(format!(
+            "observation=bare-metal traces none of the waits: with {cpus} taking the lock \
+             there is never a second waiter, and on a bare-metal kernel the first one spins on \
+             the pending bit without a contention_begin; only paravirt spinlocks (a VM guest) \
+             trace it"
+        ));
+    }
     if cal.n_stalls > 0 {
         notes.push(format!(
             "stalls: {} of the waits placed on a holder ({:.2}%) lasted {} on average beyond what the \

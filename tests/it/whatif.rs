@@ -129,6 +129,70 @@ fn whatif_identities_and_no_change_replay_on_every_capture() {
     eprintln!("{report}");
 }
 
+/// On two CPUs a bare-metal kernel traces no wait (its first waiter spins on the pending bit
+/// untraced, and there is never a second): the sensitivity row of that rule reads 0, and a note
+/// says why. A capture read as bare-metal has a paravirt row instead, and no such note.
+#[test]
+fn whatif_says_why_two_cpus_trace_nothing_on_bare_metal() {
+    let path = capture("16K", 1);
+    // the raw text's CPUs: the `[NNN]` field of every event line
+    let f = std::fs::File::open(&path).expect("open");
+    let mut cpus = std::collections::BTreeSet::new();
+    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
+        let line = line.expect("gzip text");
+        if let Some(at) = line.find(" [") {
+            cpus.insert(line[at + 2..at + 5].to_string());
+        }
+    }
+    assert_eq!(cpus.into_iter().collect::<Vec<_>>(), ["000", "001"]);
+    let o = run(&path, "lru-cache", &[]);
+    let bare = o
+        .sensitivity
+        .iter()
+        .find(|s| s.choice == "observation=bare-metal")
+        .expect("a bare-metal row");
+    assert_eq!((bare.replayed.contended, bare.predicted.contended), (0, 0));
+    // the replays behind it did run: they served every acquisition, some on the slowpath
+    assert_eq!(bare.replayed.acquisitions, o.replayed.acquisitions);
+    assert!(bare.replayed.slowpath > 0, "{:?}", bare.replayed);
+    let said = |notes: &[String]| {
+        notes
+            .iter()
+            .filter(|n| {
+                n.starts_with(
+                    "observation=bare-metal traces none of the waits: with 2 CPUs taking the lock",
+                )
+            })
+            .count()
+    };
+    assert_eq!(said(&o.notes), 1, "{:?}", o.notes);
+    let v = json_of(&[
+        "whatif",
+        "lru-cache",
+        &path,
+        "--observation",
+        "bare-metal",
+        "--bootstrap",
+        "0",
+        "--json",
+    ]);
+    let rows: Vec<&str> = v["sensitivity"]
+        .as_array()
+        .expect("sensitivity")
+        .iter()
+        .filter_map(|r| r["choice"].as_str())
+        .filter(|c| c.starts_with("observation="))
+        .collect();
+    assert_eq!(rows, ["observation=paravirt"]);
+    let notes: Vec<String> = v["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str().map(String::from))
+        .collect();
+    assert_eq!(said(&notes), 0, "{notes:?}");
+}
+
 #[test]
 fn whatif_lru_cache_batches_order2_folios_eight_or_seven_per_drain() {
     let path = capture("16K", 1);
