@@ -277,11 +277,7 @@ impl ContentionAgg {
     /// Add the waits of one `contention` frame (in the order they were paired).
     pub fn add(&mut self, df: &DataFrame) -> Result<()> {
         use super::schema::contention as k;
-        let strs = |name: &str| {
-            df.column(name)
-                .and_then(|c| c.str())
-                .map_err(|e| Error::polars(format!("reading column {name}"), e))
-        };
+        let strs = |name: &str| super::str_col(df, name);
         let (source, caller, ty) = (strs(k::SOURCE)?, strs(k::CALLER)?, strs(k::TYPE)?);
         let wait = super::i64s(df, k::WAIT_NS)?;
         let mut key = String::new();

@@ -40,11 +40,17 @@ pub fn u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>> {
     Ok(c.iter().collect())
 }
 
+/// A `String` column, borrowed: for a pass over its values without a `String` per row.
+pub fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
+    df.column(name)
+        .and_then(|c| c.str())
+        .map_err(|e| Error::polars(format!("reading column {name}"), e))
+}
+
 /// Read a `String` column into Rust values.
 pub fn strs(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
-    let c = df
-        .column(name)
-        .and_then(|c| c.str())
-        .map_err(|e| Error::polars(format!("reading column {name}"), e))?;
-    Ok(c.iter().map(|s| s.map(str::to_string)).collect())
+    Ok(str_col(df, name)?
+        .iter()
+        .map(|s| s.map(str::to_string))
+        .collect())
 }

@@ -753,7 +753,8 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     notes.extend(whole_note);
     if bare_none {
         // qspinlock fires contention_begin only for a waiter that queues behind the one
-        // spinning on the pending bit (docs/MODELS.md, "what contention_begin reports")
+        // spinning on the pending bit (docs/MODELS.md, "Caveat: what `contention_begin`
+        // reports on a qspinlock")
         let cpus = match layout.streams() {
             1 => "one CPU".to_string(),
             n => format!("{n} CPUs"),
