@@ -200,6 +200,30 @@ pub fn stall_sum(cal: &Calibration, waits: &[(u32, u32)]) -> Ns {
         .sum())
 }
 
+/// The wait above which a traced wait is the tail the verdict reports apart (`u64::MAX`: no
+/// cut), as the replay compares it.
+fn tail_cut(cal: &Calibration) -> u64 {
+    if cal.tail_cut_ns > 0.0 {
+        cal.tail_cut_ns.round() as u64
+    } else {
+        u64::MAX
+    }
+}
+
+/// `a` and `b` replay any requests to the same metrics: they give every hold and request the
+/// same length ([`HoldTable::same_timing`]) and the replay loop rounds them to the same grant
+/// gap, wait floor, stall draw and tail cut. A sensitivity row that moves the gap when the gap
+/// is 0 (none of the capture's waiters was held up by the release) is the point's own replay.
+pub fn same_replay(a: &Calibration, b: &Calibration) -> bool {
+    let (sa, sb) = (Stalls::new(a), Stalls::new(b));
+    HoldTable::same_timing(a, b)
+        && a.gap_stamp_ns() == b.gap_stamp_ns()
+        && a.wait_min_stamp_ns() == b.wait_min_stamp_ns()
+        && tail_cut(a) == tail_cut(b)
+        && sa.below == sb.below
+        && (sa.below == 0 || sa.excess == sb.excess)
+}
+
 /// When a CPU's next request arrives in real time: its virtual time plus what the CPU has
 /// spent waiting and holding so far (`i64::MAX` when its stream is done).
 fn arrival(stream: &[Request], next: usize, spent: i64) -> i64 {
@@ -252,12 +276,7 @@ fn replay_loop<const BARE: bool>(
     let gap = cal.gap_stamp_ns();
     let wait_min = cal.wait_min_stamp_ns();
     let stall = Stalls::new(cal);
-    // waits above the tail cut are the tail the verdict reports apart (u64::MAX: no cut)
-    let tail_cut = if cal.tail_cut_ns > 0.0 {
-        cal.tail_cut_ns.round() as u64
-    } else {
-        u64::MAX
-    };
+    let tail_cut = tail_cut(cal);
     let mut m = Metrics::default();
     // release of the last granted request, and its CPU
     let mut free_at = i64::MIN;
@@ -482,6 +501,56 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen, vec![1, 2, 3]);
+    }
+
+    /// [`same_replay`] tells two calibrations apart exactly when the replay does: each change
+    /// below either keeps every metric of a busy two-CPU replay (stalls and a tail included) or
+    /// moves one.
+    #[test]
+    fn same_replay_is_what_the_replay_reads() {
+        let mut base = cal();
+        base.stall_share = 0.05;
+        base.stalls_ns = vec![100, 1_000, 10_000];
+        base.tail_cut_ns = 2_000.0;
+        let busy: Vec<Vec<Request>> = (0..2)
+            .map(|cpu| (0..5_000).map(|i| req(i * 150 + cpu * 7)).collect())
+            .collect();
+        let at_gap0 = |c: &mut Calibration| c.gap_ns = 0.0;
+        type Change = fn(&mut Calibration);
+        let cases: [(&str, Change, Change, bool); 10] = [
+            ("nothing", |_| {}, |_| {}, true),
+            ("gap x1.25", |_| {}, |c| c.gap_ns *= 1.25, false),
+            ("gap 0 x1.25", at_gap0, |c| c.gap_ns = 0.0 * 1.25, true),
+            ("gap 0 against 0.4", at_gap0, |c| c.gap_ns = 0.4, true),
+            ("wait floor", |_| {}, |c| c.wait_min_ns = 400.0, false),
+            ("stall share", |_| {}, |c| c.stall_share = 0.0, false),
+            (
+                "stall share without excesses",
+                |c| c.stalls_ns.clear(),
+                |c| c.stall_share = 0.5,
+                true,
+            ),
+            ("tail cut", |_| {}, |c| c.tail_cut_ns = 200.0, false),
+            ("a hold", |_| {}, |c| c.pre_fast_ns = 40.0, false),
+            (
+                "a field the replay does not read",
+                |_| {},
+                |c| c.n_stalls += 7,
+                true,
+            ),
+        ];
+        for (what, setup, change, same) in cases {
+            let mut a = base.clone();
+            setup(&mut a);
+            let mut b = a.clone();
+            change(&mut b);
+            assert_eq!(same_replay(&a, &b), same, "{what}");
+            let (ma, mb) = (
+                replay(&busy, &a, Observation::Paravirt),
+                replay(&busy, &b, Observation::Paravirt),
+            );
+            assert_eq!(ma == mb, same, "{what}: {ma:?} against {mb:?}");
+        }
     }
 
     #[test]

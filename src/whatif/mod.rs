@@ -430,6 +430,18 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .map(|&j| (&variants_cal[j].1, observation))
         .chain(other_obs.iter().map(|&x| (&cal, x)))
         .collect();
+    // A row the replay cannot tell from the point (the gap moved when it is 0) answers with
+    // the point's metrics instead of replaying the whole capture twice more.
+    let as_point: Vec<bool> = replays
+        .iter()
+        .map(|&(c, obs)| obs == observation && des::same_replay(c, &cal))
+        .collect();
+    let replays: Vec<(&Calibration, Observation)> = replays
+        .into_iter()
+        .zip(&as_point)
+        .filter(|(_, &same)| !same)
+        .map(|(r, _)| r)
+        .collect();
     // One queue of whole-capture work for both CPUs: the re-timed rows first (they start on
     // the other CPU while this thread builds the point estimates), then what replays the
     // point's requests - one replay per policy, with its breakdown by path, and the rows
@@ -521,6 +533,14 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .collect();
     let (rd, pd) = (&points[0].0, &points[1].0);
     let (replayed, predicted) = (rd.total, pd.total);
+    let mut fresh = replayed_rows.into_iter();
+    let replayed_rows: Vec<Vec<Metrics>> = as_point
+        .iter()
+        .map_while(|&same| match same {
+            true => Some(vec![replayed, predicted]),
+            false => fresh.next(),
+        })
+        .collect();
     let by_path = path_rows(&measured_by_via, rd, pd);
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
