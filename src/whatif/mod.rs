@@ -739,6 +739,13 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         sampled_share,
     };
 
+    // the rows that are the point's, by name, for the note below
+    let point_rows: Vec<String> = replay_only
+        .iter()
+        .zip(&as_point)
+        .filter(|(_, &same)| same)
+        .map(|(&j, _)| variants_cal[j].0.clone())
+        .collect();
     // every row by its index in `variants_cal`, from whichever of the two runs made it
     let mut rows: Vec<(usize, Result<Vec<Metrics>>)> =
         retimed.into_iter().zip(retimed_rows).collect();
@@ -784,6 +791,37 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
              there is never a second waiter, and on a bare-metal kernel the first one spins on \
              the pending bit without a contention_begin; only paravirt spinlocks (a VM guest) \
              trace it"
+        ));
+    }
+    if !point_rows.is_empty() {
+        // a reader seeing a choice move nothing should not have to guess why
+        let family = |f: &str| point_rows.iter().any(|r| r.starts_with(f));
+        let why: Vec<&str> = [
+            (
+                family("window edge "),
+                "the window edge moves no fitted hold between q90 and q99",
+            ),
+            (
+                family("pre_fast "),
+                "the fast-path hold before the insertion fits to 0 ns, and a scaled 0 is still 0",
+            ),
+            (
+                family("gap "),
+                "the release -> grant gap fits to 0 ns, as the waiters' own path sets their \
+                 grants, and a scaled 0 is still 0",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(here, why)| here.then_some(why))
+        .collect();
+        let why = match why.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", why.join("; ")),
+        };
+        notes.push(format!(
+            "sensitivity rows {} are the point estimates: on this capture they change nothing \
+             the replay reads{why}",
+            point_rows.join(", ")
         ));
     }
     if cal.n_stalls > 0 {

@@ -193,6 +193,63 @@ fn whatif_says_why_two_cpus_trace_nothing_on_bare_metal() {
     assert_eq!(said(&notes), 0, "{notes:?}");
 }
 
+/// A release -> grant gap of 0 (most bundled captures: each waiter's grant is set by its own
+/// path) scaled by 0.75 or 1.25 is still 0: the two `gap` rows are the point estimates, and a
+/// note says why rather than leaving a reader to wonder. Where the capture gives a gap
+/// (micro-16K-r3), the rows move and nothing is said.
+#[test]
+fn whatif_says_why_the_gap_rows_are_the_point_at_a_zero_gap() {
+    let said = |notes: &[String]| {
+        notes
+            .iter()
+            .filter(|n| {
+                n.starts_with("sensitivity rows gap x0.75, gap x1.25 are the point estimates")
+                    && n.contains("gap fits to 0 ns")
+            })
+            .count()
+    };
+    let gap_rows = |o: &lockcast::whatif::Outcome| -> Vec<(u64, u64, u64, u64)> {
+        o.sensitivity
+            .iter()
+            .filter(|s| s.choice.starts_with("gap "))
+            .map(|s| {
+                (
+                    s.replayed.contended,
+                    s.replayed.total_wait_ns.get(),
+                    s.predicted.contended,
+                    s.predicted.total_wait_ns.get(),
+                )
+            })
+            .collect()
+    };
+    let zero = run(&capture("16K", 1), "lru-cache", &[]);
+    assert_eq!(zero.calibration.gap_ns, 0.0);
+    let point = (
+        zero.replayed.contended,
+        zero.replayed.total_wait_ns.get(),
+        zero.predicted.contended,
+        zero.predicted.total_wait_ns.get(),
+    );
+    assert_eq!(gap_rows(&zero), [point, point]);
+    assert_eq!(said(&zero.notes), 1, "{:?}", zero.notes);
+    let some = run(&capture("16K", 3), "lru-cache", &[]);
+    assert!(
+        some.calibration.gap_ns >= 1.0,
+        "{}",
+        some.calibration.gap_ns
+    );
+    let rows = gap_rows(&some);
+    assert_eq!(rows.len(), 2);
+    assert_ne!(rows[0], rows[1]);
+    assert!(
+        some.notes
+            .iter()
+            .all(|n| !n.starts_with("sensitivity rows")),
+        "{:?}",
+        some.notes
+    );
+}
+
 #[test]
 fn whatif_lru_cache_batches_order2_folios_eight_or_seven_per_drain() {
     let path = capture("16K", 1);
