@@ -212,8 +212,9 @@ fn tail_cut(cal: &Calibration) -> u64 {
 
 /// `a` and `b` replay any requests to the same metrics: they give every hold and request the
 /// same length ([`HoldTable::same_timing`]) and the replay loop rounds them to the same grant
-/// gap, wait floor, stall draw and tail cut. A sensitivity row that moves the gap when the gap
-/// is 0 (none of the capture's waiters was held up by the release) is the point's own replay.
+/// gap, wait floor, stall draw and tail cut. A sensitivity row that scales the gap when it fits
+/// to 0 (too few of the capture's waiters were held up by a release to see one) is the point's
+/// own replay.
 pub fn same_replay(a: &Calibration, b: &Calibration) -> bool {
     let (sa, sb) = (Stalls::new(a), Stalls::new(b));
     HoldTable::same_timing(a, b)

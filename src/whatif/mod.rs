@@ -799,7 +799,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         let why: Vec<&str> = [
             (
                 family("window edge "),
-                "the window edge moves no fitted hold between q90 and q99",
+                "the window edge moved to q90 or q99 fits the point's holds",
             ),
             (
                 family("pre_fast "),
