@@ -521,7 +521,7 @@ mod tests {
         let cases: [(&str, Change, Change, bool); 10] = [
             ("nothing", |_| {}, |_| {}, true),
             ("gap x1.25", |_| {}, |c| c.gap_ns *= 1.25, false),
-            ("gap 0 x1.25", at_gap0, |c| c.gap_ns = 0.0 * 1.25, true),
+            ("gap 0 x1.25", at_gap0, |c| c.gap_ns *= 1.25, true),
             ("gap 0 against 0.4", at_gap0, |c| c.gap_ns = 0.4, true),
             ("wait floor", |_| {}, |c| c.wait_min_ns = 400.0, false),
             ("stall share", |_| {}, |c| c.stall_share = 0.0, false),

@@ -415,6 +415,11 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let whole = [&layout];
     let (retimed, replay_only): (Vec<usize>, Vec<usize>) = (0..variants_cal.len())
         .partition(|&j| !calibrate::HoldTable::same_timing(&variants_cal[j].1, &cal));
+    // Of those that keep the timing, a row the replay cannot tell from the point (the gap
+    // scaled when it fits to 0) is the point: not replayed twice more on the whole capture.
+    let (point_rows, replay_only): (Vec<usize>, Vec<usize>) = replay_only
+        .into_iter()
+        .partition(|&j| des::same_replay(&variants_cal[j].1, &cal));
     // Where the replicates may replay a sample of windows and the calibration stalls, the
     // point's replays list their traced waits, where each replicate's calibration draws its
     // stalls.
@@ -429,18 +434,6 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .iter()
         .map(|&j| (&variants_cal[j].1, observation))
         .chain(other_obs.iter().map(|&x| (&cal, x)))
-        .collect();
-    // A row the replay cannot tell from the point (the gap moved when it is 0) answers with
-    // the point's metrics instead of replaying the whole capture twice more.
-    let as_point: Vec<bool> = replays
-        .iter()
-        .map(|&(c, obs)| obs == observation && des::same_replay(c, &cal))
-        .collect();
-    let replays: Vec<(&Calibration, Observation)> = replays
-        .into_iter()
-        .zip(&as_point)
-        .filter(|(_, &same)| !same)
-        .map(|(r, _)| r)
         .collect();
     // One queue of whole-capture work for both CPUs: the re-timed rows first (they start on
     // the other CPU while this thread builds the point estimates), then what replays the
@@ -533,14 +526,6 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         .collect();
     let (rd, pd) = (&points[0].0, &points[1].0);
     let (replayed, predicted) = (rd.total, pd.total);
-    let mut fresh = replayed_rows.into_iter();
-    let replayed_rows: Vec<Vec<Metrics>> = as_point
-        .iter()
-        .map_while(|&same| match same {
-            true => Some(vec![replayed, predicted]),
-            false => fresh.next(),
-        })
-        .collect();
     let by_path = path_rows(&measured_by_via, rd, pd);
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
@@ -740,17 +725,20 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     };
 
     // the rows that are the point's, by name, for the note below
-    let point_rows: Vec<String> = replay_only
+    let point_names: Vec<String> = point_rows
         .iter()
-        .zip(&as_point)
-        .filter(|(_, &same)| same)
-        .map(|(&j, _)| variants_cal[j].0.clone())
+        .map(|&j| variants_cal[j].0.clone())
         .collect();
-    // every row by its index in `variants_cal`, from whichever of the two runs made it
+    // every row by its index in `variants_cal`, from whichever run made it
     let mut rows: Vec<(usize, Result<Vec<Metrics>>)> =
         retimed.into_iter().zip(retimed_rows).collect();
     let mut replayed_rows = replayed_rows.into_iter();
     rows.extend(replay_only.into_iter().zip(replayed_rows.by_ref().map(Ok)));
+    rows.extend(
+        point_rows
+            .into_iter()
+            .map(|j| (j, Ok(vec![replayed, predicted]))),
+    );
     rows.sort_unstable_by_key(|r| r.0);
     let mut sensitivity = Vec::new();
     for ((choice, _), (_, m)) in variants_cal.into_iter().zip(rows) {
@@ -793,9 +781,9 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
              trace it"
         ));
     }
-    if !point_rows.is_empty() {
+    if !point_names.is_empty() {
         // a reader seeing a choice move nothing should not have to guess why
-        let family = |f: &str| point_rows.iter().any(|r| r.starts_with(f));
+        let family = |f: &str| point_names.iter().any(|r| r.starts_with(f));
         let why: Vec<&str> = [
             (
                 family("window edge "),
@@ -821,7 +809,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         notes.push(format!(
             "sensitivity rows {} are the point estimates: on this capture they change nothing \
              the replay reads{why}",
-            point_rows.join(", ")
+            point_names.join(", ")
         ));
     }
     if cal.n_stalls > 0 {
