@@ -87,6 +87,7 @@ mod typed;
 mod view;
 
 pub use bulk::{InOrder, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
+pub use bytes::bytes_walked;
 pub use deferred::Deferred;
 
 use std::collections::{BTreeMap, HashMap};
@@ -504,6 +505,8 @@ impl<'a> Reader<'a> {
                 &mut counts,
                 |pos| behind.at(bytes, from + a + pos),
             )?;
+            // the part's last stretch goes too, and is counted ([`bytes::bytes_walked`])
+            behind.done(bytes, from + b);
             let runs = bulk::runs(&mut out, bulk::MAX_RUNS / n_parts);
             Some(((out, runs), counts))
         };
@@ -1171,6 +1174,18 @@ fn feature_entry(buf: &[u8], bit: usize) -> Option<u64> {
     let (data_off, data_size) = sect(buf, 40);
     let k = (0..bit).filter(|&i| set(i)).count() as u64;
     data_off.checked_add(data_size)?.checked_add(16 * k)
+}
+
+/// The size of a file-mode perf.data's data section, from the first 56 bytes of the file
+/// (`perf_file_header`: magic, header size, attr size, then the attr and data sections as
+/// offset and size); `None` for anything else, or a size of 0 (a recording perf did not
+/// finish). What one record pass walks: a progress display's unit ([`bytes_walked`]).
+pub fn data_section_size(header: &[u8]) -> Option<u64> {
+    if header.get(..8) != Some(MAGIC) {
+        return None;
+    }
+    let size = u64_at(header, 48)?;
+    (size > 0).then_some(size)
 }
 
 fn sect(b: &[u8], i: usize) -> (u64, u64) {

@@ -14,6 +14,7 @@ pub mod load;
 pub mod since;
 pub mod stream;
 pub mod tables;
+pub mod walk_progress;
 
 use std::io::{BufRead, Read};
 
@@ -133,17 +134,32 @@ impl Opened {
             ),
             Content::Events if self.format == Format::PerfData => {
                 let o = perf_data_options(&self.opts)?;
-                let rd = match self.plain {
+                match self.plain {
                     Some(file) => {
-                        // mapped, not read: nothing to show progress over
-                        if let Some(pb) = &self.progress {
-                            pb.finish_and_clear();
+                        // mapped, not read: the bar follows the record passes instead
+                        let section = section_size(&file);
+                        let rd = Box::new(perf_data::Reader::from_file(file, &path, o));
+                        let follow = match (self.progress, section) {
+                            (Some(pb), Some(n)) => walk_progress::Follow::start(pb, n, &path),
+                            (pb, _) => {
+                                if let Some(pb) = pb {
+                                    pb.finish_and_clear();
+                                }
+                                None
+                            }
+                        };
+                        match follow {
+                            Some(f) => Capture::Events(Box::new(walk_progress::Followed {
+                                inner: rd,
+                                follow: Some(f),
+                            })),
+                            None => Capture::Events(rd),
                         }
-                        perf_data::Reader::from_file(file, &path, o)
                     }
-                    None => perf_data::Reader::with_options(self.reader, o),
-                };
-                Capture::Events(Box::new(rd))
+                    None => {
+                        Capture::Events(Box::new(perf_data::Reader::with_options(self.reader, o)))
+                    }
+                }
             }
             Content::Events => {
                 let rd = self.format.open_events(self.reader, &ro).ok_or_else(|| {
@@ -173,6 +189,15 @@ impl Opened {
             ))),
         }
     }
+}
+
+/// The data section's size of a perf.data `file`, from its header; `None` when it cannot be
+/// read (the reader then says what is wrong) or perf did not finish writing it.
+fn section_size(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; 56];
+    file.read_exact_at(&mut header, 0).ok()?;
+    perf_data::data_section_size(&header)
 }
 
 /// The perf.data reader's options, with the `--kallsyms` table when one is given.

@@ -142,13 +142,30 @@ impl DerefMut for Bytes {
 }
 
 /// A forward pass over `from..until` of a [`Bytes`] that lets go of what it has passed every
-/// [`STEP`] bytes ([`Bytes::release`]). A position past `until` releases nothing: the record
+/// [`STEP`] bytes ([`Bytes::release`]), or keeps it ([`Behind::keeping`]), and counts what
+/// it has passed in [`bytes_walked`]. A position past `until` releases nothing: the record
 /// reader reads the feature sections after the data before it walks the data.
 pub(super) struct Behind {
     /// Released up to here (aligned down: the next release starts where this one ended).
     from: usize,
     next: usize,
     until: usize,
+    /// Counted in [`WALKED`] up to here.
+    counted: usize,
+    /// Let go of the pages passed (else only count them).
+    release: bool,
+}
+
+/// Bytes of data sections walked by every record pass of every reader in the process (the
+/// framing check, the compaction, the record and typed walks), counted every [`STEP`] and at
+/// a pass's end: what a progress display of a mapped perf.data follows ([`bytes_walked`]).
+static WALKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many bytes of perf.data sections the record passes of this process have walked so far
+/// (each pass over a section counts it once more; a pass in parts counts each part). Only
+/// ever grows; for a progress display, which takes the difference from its start.
+pub fn bytes_walked() -> u64 {
+    WALKED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// How far ahead of a record walk [`prefetch_ahead`] asks for the bytes.
@@ -179,6 +196,17 @@ impl Behind {
             from,
             next: from.saturating_add(STEP),
             until,
+            counted: from,
+            release: true,
+        }
+    }
+
+    /// A pass over `from..until` that keeps the pages it passes (a later pass reads them at
+    /// once) and only counts them.
+    pub(super) fn keeping(from: usize, until: usize) -> Behind {
+        Behind {
+            release: false,
+            ..Behind::new(from, until)
         }
     }
 
@@ -186,7 +214,7 @@ impl Behind {
     #[inline]
     pub(super) fn at(&mut self, b: &Bytes, pos: usize) {
         if pos >= self.next && pos <= self.until {
-            self.release(b, pos);
+            self.step(b, pos);
         }
     }
 
@@ -195,13 +223,22 @@ impl Behind {
     pub(super) fn done(&mut self, b: &Bytes, pos: usize) {
         let pos = pos.min(self.until);
         if pos > self.from {
-            self.release(b, pos);
+            self.step(b, pos);
         }
     }
 
     #[cold]
-    fn release(&mut self, b: &Bytes, pos: usize) {
-        b.let_go(&mut self.from, pos);
+    fn step(&mut self, b: &Bytes, pos: usize) {
+        if self.release {
+            b.let_go(&mut self.from, pos);
+        }
+        if pos > self.counted {
+            WALKED.fetch_add(
+                (pos - self.counted) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            self.counted = pos;
+        }
         self.next = pos.saturating_add(STEP);
     }
 }

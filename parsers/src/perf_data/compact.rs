@@ -219,6 +219,8 @@ pub(super) fn drop_samples(file: &Bytes, only: &[String], copy_up_to: usize) -> 
         }
         pos = next;
     }
+    // the last stretch goes too, and is counted ([`super::bytes::bytes_walked`])
+    behind.done(file, pos);
     let (lines, dropped) = numbering.finish();
     let n_feat: usize = bits.iter().map(|b| b.count_ones() as usize).sum();
     let index = buf.get(end..end.checked_add(16 * n_feat)?)?.to_vec();

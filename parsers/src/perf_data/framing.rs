@@ -61,8 +61,11 @@ pub(super) fn walk(buf: &Bytes, from: u64, end: u64, stop: u64, let_go: bool) ->
         pos: from,
         ..Framing::default()
     };
-    let until = if let_go { stop.min(end) } else { from };
-    let mut behind = bytes::Behind::new(from as usize, until as usize);
+    let until = stop.min(end) as usize;
+    let mut behind = match let_go {
+        true => bytes::Behind::new(from as usize, until),
+        false => bytes::Behind::keeping(from as usize, until),
+    };
     while f.pos < end && f.pos < stop {
         let p = f.pos as usize;
         behind.at(buf, p);
