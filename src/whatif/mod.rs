@@ -343,6 +343,8 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     // main pass, which leaves the other CPU mostly idle (on a 2 M-event capture it took ~10
     // ms of the calibration's side of the stretch below).
     t.ensure_survey();
+    let stages = stage_spinner(o, t.events.len());
+    stages.set_message("rebuilding the lock's holds");
     let lock = reconstruct::lock_of(&t, &o.reconstruct)?;
     let (rec, uncovered_waits) = both(
         t.events.len() >= reconstruct::SIDE_BY_SIDE,
@@ -366,6 +368,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
             )))
         }
     };
+    stages.set_message("calibrating");
     // The calibration and the layouts need only the rebuilt holds, not each other: built side
     // by side, as the serial stretch before the replays is a large share of a what-if's time.
     // The sampled windows go with the calibration, the shorter side when they were moved
@@ -441,6 +444,10 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     // above - which waits for the point. As separate stages, each ended with one CPU idle
     // while the other finished its last item.
     let (n_rows, n_points) = (retimed.len(), all.len());
+    stages.set_message(format!(
+        "replaying the whole capture: the point estimates and {} sensitivity rows",
+        variants_cal.len()
+    ));
     let point_cell: std::sync::OnceLock<Option<Point>> = std::sync::OnceLock::new();
     let point = |k: usize, w: &mut Vec<(intents::Scratch, intents::Intents)>| -> WholeJob {
         if k < n_rows {
@@ -527,6 +534,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
     let (rd, pd) = (&points[0].0, &points[1].0);
     let (replayed, predicted) = (rd.total, pd.total);
     let by_path = path_rows(&measured_by_via, rd, pd);
+    stages.finish_and_clear();
     let bar = progress_bar(o, (o.bootstrap * all.len()) as u64);
     // Each replicate's generator state, drawn in order from the one seeded generator (a
     // resample takes one draw per sample; `skip` jumps over a replicate's draws), so the
@@ -1379,6 +1387,30 @@ fn widen(r: &mut Range, o: &Range) {
     r.high.total_wait_ns = r.high.total_wait_ns.max(o.high.total_wait_ns);
 }
 
+/// Captures of at least this many events get a spinner naming the stage before the
+/// replicates: on the 2-CPU VMs this is measured on, a million events take ~0.2 s from the
+/// rebuild to the replicates (the 2 M-event recording ~0.45 s), and a spinner shown for less
+/// only flickers.
+const STAGES_FROM_EVENTS: usize = 1_000_000;
+
+/// A spinner naming the what-if's stage until the replicates' bar takes over, on a terminal
+/// and for a capture of [`STAGES_FROM_EVENTS`] or more; hidden otherwise.
+fn stage_spinner(o: &Options, events: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !o.progress || events < STAGES_FROM_EVENTS || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    // cleared also when an error ends the run, so the message is not left under it
+    let b = indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
+    {
+        b.set_style(style);
+    }
+    b.enable_steady_tick(std::time::Duration::from_millis(100));
+    b
+}
+
 fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !o.progress || !std::io::stderr().is_terminal() {
@@ -1386,7 +1418,7 @@ fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
     }
     let b = indicatif::ProgressBar::new(len);
     if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{spinner} replaying {pos}/{len} [{elapsed_precise}] {per_sec}",
+        "{spinner} the interval's replays {pos}/{len} (fewer once it settles) [{elapsed_precise}] {per_sec}",
     ) {
         b.set_style(style);
     }
