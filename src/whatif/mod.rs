@@ -1388,9 +1388,9 @@ fn widen(r: &mut Range, o: &Range) {
 }
 
 /// Captures of at least this many events get a spinner naming the stage before the
-/// replicates: on the 2-CPU VMs this is measured on, a million events take ~0.2 s from the
-/// rebuild to the replicates (the 2 M-event recording ~0.45 s), and a spinner shown for less
-/// only flickers.
+/// replicates: on the 2-CPU VMs this is measured on, the 2 M-event recording takes ~0.4 s
+/// from the rebuild to the replicates (temporary timers), so a million events about half
+/// that (by scale, not measured), and a spinner shown for much less only flickers.
 const STAGES_FROM_EVENTS: usize = 1_000_000;
 
 /// A spinner naming the what-if's stage until the replicates' bar takes over, on a terminal
@@ -1417,9 +1417,15 @@ fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let b = indicatif::ProgressBar::new(len);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{spinner} the interval's replays {pos}/{len} (fewer once it settles) [{elapsed_precise}] {per_sec}",
-    ) {
+    // by default the bootstrap stops once the interval settles, short of the count (near
+    // half way on the 2 M-event recording); `--bootstrap N` runs all N
+    let template = match o.stop {
+        Some(_) => {
+            "{spinner} the interval's replays {pos}/{len} at most [{elapsed_precise}] {per_sec}"
+        }
+        None => "{spinner} the interval's replays {pos}/{len} [{elapsed_precise}] {per_sec}",
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
         b.set_style(style);
     }
     b
