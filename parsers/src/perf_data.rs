@@ -1184,7 +1184,7 @@ pub fn data_section_size(header: &[u8]) -> Option<u64> {
     if header.get(..8) != Some(MAGIC) {
         return None;
     }
-    let size = u64_at(header, 48)?;
+    let (_, size) = sect(header, 40);
     (size > 0).then_some(size)
 }
 

@@ -1396,27 +1396,21 @@ const STAGES_FROM_EVENTS: usize = 1_000_000;
 /// A spinner naming the what-if's stage until the replicates' bar takes over, on a terminal
 /// and for a capture of [`STAGES_FROM_EVENTS`] or more; hidden otherwise.
 fn stage_spinner(o: &Options, events: usize) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !o.progress || events < STAGES_FROM_EVENTS || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
     // cleared also when an error ends the run, so the message is not left under it
-    let b = indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
-    {
-        b.set_style(style);
+    let b = terminal_bar(
+        o.progress && events >= STAGES_FROM_EVENTS,
+        || indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear),
+        "{spinner} {msg} [{elapsed_precise}]",
+    );
+    // a hidden bar gets no ticker thread
+    if !b.is_hidden() {
+        b.enable_steady_tick(std::time::Duration::from_millis(100));
     }
-    b.enable_steady_tick(std::time::Duration::from_millis(100));
     b
 }
 
+/// The replicates' bar: `len` replays.
 fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !o.progress || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let b = indicatif::ProgressBar::new(len);
     // by default the bootstrap stops once the interval settles, short of the count (near
     // half way on the 2 M-event recording); `--bootstrap N` runs all N
     let template = match o.stop {
@@ -1425,6 +1419,20 @@ fn progress_bar(o: &Options, len: u64) -> indicatif::ProgressBar {
         }
         None => "{spinner} the interval's replays {pos}/{len} [{elapsed_precise}] {per_sec}",
     };
+    terminal_bar(o.progress, || indicatif::ProgressBar::new(len), template)
+}
+
+/// `make()` styled by `template` when `show` and stderr is a terminal, else a hidden bar.
+fn terminal_bar(
+    show: bool,
+    make: impl FnOnce() -> indicatif::ProgressBar,
+    template: &str,
+) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !show || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = make();
     if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
         b.set_style(style);
     }
