@@ -192,6 +192,8 @@ A perf lock table (report/contention text) instead of a trace gets the closed-fo
 Examples:
   lockcast whatif lru-cache fixtures/replay/micro-16K-r1/script-ns.txt.gz
   lockcast whatif lru-cache capture.txt --set drain_rule=before-add --json
+  lockcast whatif lru-cache base16 --time 20%-80%      (the middle of the run: no start-up, no tear-down)
+  lockcast whatif lru-cache capture.txt --time 114.40,114.41   (seconds as perf script prints them)
   lockcast whatif folio-size fixtures/replay/micro-16K-r1/script-ns.txt.gz --set folio_kb=4
   lockcast whatif lru-cache seed.txt#1 --set folio_kb=16 --set cpus=20
   lockcast whatif fbatch-drain fixtures/fbatch/churn-4K-r1/script-ns.txt.gz
@@ -303,6 +305,12 @@ pub struct WhatifArgs {
     pub policy: String,
     /// Baseline capture (event trace, or a perf lock table for the closed-form model).
     pub capture: String,
+    /// Replay only part of the capture, as `perf report --time` takes one: START,STOP in
+    /// seconds as perf script prints them (both ends kept; either may be empty: `1234.5,`), or
+    /// A%-B% of the span from its first to its last replayed event. Everything reported (the
+    /// measured waits, the calibration, the replays) is then of that part alone.
+    #[arg(long, value_name = "START,STOP|A%-B%")]
+    pub time: Option<lockcast::whatif::time_range::TimeSpec>,
     #[command(flatten)]
     pub engine: EngineOpts,
 }

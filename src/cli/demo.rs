@@ -170,6 +170,7 @@ fn whatif_demo(fixtures: &std::path::Path, out: &std::path::Path) -> Result<Vec<
         },
         lenient: false,
         kallsyms: None,
+        time: None,
     };
     let base = f("replay/micro-16K-r1/script-ns.txt.gz");
     writeln!(

@@ -220,6 +220,7 @@ fn whatif(a: &FlamegraphArgs, policy: &str, kind: Out, weight: Weight) -> Result
         engine,
         lenient: a.input.lenient,
         kallsyms: a.input.kallsyms.clone().map(std::sync::Arc::new),
+        time: None,
     };
     let outcome = match ask::ask(policy, &a.capture, &set, &ask_opts)? {
         Answer::Replay(o) => o,

@@ -35,13 +35,18 @@ pub fn ask_opts(e: &EngineOpts) -> Ask {
         },
         lenient: e.lenient,
         kallsyms: e.kallsyms.clone().map(std::sync::Arc::new),
+        time: None,
     }
 }
 
 /// Run `lockcast whatif`.
 pub fn whatif(a: WhatifArgs) -> Result<()> {
     let set = params::pairs(&a.engine.set)?;
-    let answer = ask::ask(&a.policy, &a.capture, &set, &ask_opts(&a.engine))?;
+    let ask = Ask {
+        time: a.time,
+        ..ask_opts(&a.engine)
+    };
+    let answer = ask::ask(&a.policy, &a.capture, &set, &ask)?;
     let text = render(&answer, None, a.engine.format.resolve(a.engine.json));
     io::stdout().write_all(text.as_bytes())?;
     Ok(())

@@ -10,6 +10,7 @@ use super::des::Metrics;
 use super::params::Set;
 use super::registry::{self, Engine};
 use super::summary::SummaryOutcome;
+use super::time_range::TimeSpec;
 use super::work::WorkOutcome;
 use super::{context, reconstruct, trace, Options, Outcome};
 use crate::capture::{self, load, OpenOptions};
@@ -26,6 +27,8 @@ pub struct Ask {
     pub lenient: bool,
     /// `--kallsyms FILE` for perf.data call chains.
     pub kallsyms: Option<std::sync::Arc<std::path::PathBuf>>,
+    /// `--time`: replay only this part of an event trace.
+    pub time: Option<TimeSpec>,
 }
 
 /// An answer, by the engine that gave it.
@@ -42,10 +45,20 @@ pub enum Answer {
 /// Answer `policy` on `capture` with the `--set` pairs `set`.
 pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
     let info = registry::find(policy)?;
+    if let (Some(spec), Engine::Work(_)) = (a.time, &info.engine) {
+        return Err(Error::Usage(format!(
+            "{policy}: --time {spec} replays part of an event trace; a work policy reads its capture directory whole"
+        )));
+    }
     if let Engine::Work(make) = info.engine {
         return Ok(Answer::Work(make(set)?.run(capture)?));
     }
     if is_table(capture)? {
+        if let Some(spec) = a.time {
+            return Err(Error::Usage(format!(
+                "{capture}: --time {spec} replays part of an event trace; a perf lock table has no times"
+            )));
+        }
         let Some(closed_form) = info.summary else {
             let with: Vec<&str> = registry::POLICIES
                 .iter()
@@ -100,10 +113,23 @@ pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome
             a.engine.post_quantile
         )));
     }
-    let t = trace::read_with(capture, &a.open())?;
-    let ctx = context(&t);
+    let mut t = trace::read_with(capture, &a.open())?;
+    let time = a.time.map(|spec| t.keep_time(spec)).transpose()?;
+    let mut ctx = context(&t);
+    if time.is_some() {
+        // the meta file's run time is the whole capture's; a part's untraced time is not known
+        ctx.untraced_duration_ns = None;
+    }
     let p = registry::make_lock(policy, set, &ctx)?;
-    let mut o = super::run(t, p.as_ref(), &ctx, &a.engine)?;
+    let mut o = super::run(t, p.as_ref(), &ctx, &a.engine).map_err(|e| match (&time, e) {
+        // what the part lacks is not what the capture lacks
+        (Some(c), Error::Input(m)) => Error::Input(format!(
+            "{m} (in --time {}: {} of the capture's {} replayed events, {})",
+            c.spec, c.events, c.of_events, c.range
+        )),
+        (_, e) => e,
+    })?;
+    o.time = time;
     if let Some(note) = observer_note(&crate::input::resolve_dir(capture)) {
         o.notes.push(note);
     }

@@ -26,6 +26,7 @@ pub mod report;
 pub mod sample;
 pub mod summary;
 pub mod survey;
+pub mod time_range;
 pub mod timeline;
 pub mod trace;
 pub mod verdict;
@@ -296,6 +297,9 @@ pub struct Outcome {
     pub warnings: Vec<checks::Warning>,
     /// How far to trust the answer ([`verdict`]).
     pub verdict: verdict::Verdict,
+    /// The part of the capture replayed, with `--time` ([`time_range`]); the whole without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<time_range::TimeCut>,
 }
 
 impl Outcome {
@@ -879,6 +883,7 @@ pub fn run(mut t: Trace, policy: &dyn Policy, ctx: &Context, o: &Options) -> Res
         notes,
         warnings,
         verdict,
+        time: None,
     })
 }
 

@@ -136,6 +136,10 @@ pub struct Report {
     /// `replay_error_pct` per metric, `reasons`, `uncovered_share`.
     #[serde(default)]
     pub verdict: Verdict,
+    /// With `--time`: the part of the capture replayed (`from_ns`, `to_ns` inclusive), and
+    /// how many of its replayed events fell there. Absent for the whole capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<super::time_range::TimeCut>,
 }
 
 fn r3(x: Option<f64>) -> Option<f64> {
@@ -190,6 +194,7 @@ impl Report {
             notes: o.notes.clone(),
             warnings: o.warnings.clone(),
             verdict: o.verdict.clone(),
+            time: o.time.clone(),
         }
     }
 }

@@ -20,6 +20,7 @@ use lockcast_parsers::perf_script;
 use lockcast_parsers::prefault::{self, Prefault};
 
 use super::survey::{Survey, Surveyor};
+use super::time_range::{TimeCut, TimeRange, TimeSpec};
 use crate::capture;
 use crate::error::{Error, Result};
 use crate::input::InputSpec;
@@ -360,6 +361,47 @@ impl Trace {
             .iter()
             .position(|n| *n == name)
             .map_or(0, |i| self.seen[i])
+    }
+
+    /// Keeps only the events `spec` selects (`whatif --time`, [`super::time_range`]): the
+    /// rebuild, the calibration and the replays then see that part of the capture alone. The
+    /// counts of what the capture holds ([`Trace::seen`], [`Trace::discards`]) stay the whole
+    /// capture's: they say which events it was recorded with, not how many fell in the range.
+    /// An error when no event is left, naming the capture's own span.
+    pub fn keep_time(&mut self, spec: TimeSpec) -> Result<TimeCut> {
+        let of_events = self.events.len() as u64;
+        let span = self.events.iter().fold(None, |acc: Option<(i64, i64)>, e| {
+            Some(acc.map_or((e.ts, e.ts), |(a, b)| (a.min(e.ts), b.max(e.ts))))
+        });
+        let Some((first, last)) = span else {
+            return Err(Error::Input(format!(
+                "{}: --time {spec}: the capture has no event to replay",
+                self.path
+            )));
+        };
+        let range = spec.resolve(first, last);
+        self.events.retain(|e| range.holds(e.ts));
+        if self.events.is_empty() {
+            return Err(Error::Usage(format!(
+                "{}: --time {spec}: no event to replay in {range}; the capture's events span {}",
+                self.path,
+                TimeRange {
+                    from_ns: first,
+                    to_ns: last
+                }
+            )));
+        }
+        // the rest of the run holds what is kept, not the whole read's capacity
+        self.events.shrink_to_fit();
+        self.survey = None;
+        Ok(TimeCut {
+            spec: spec.to_string(),
+            range,
+            capture_from_ns: first,
+            capture_to_ns: last,
+            events: self.events.len() as u64,
+            of_events,
+        })
     }
 
     /// A number from the meta file.

@@ -33,3 +33,4 @@ mod verdict_tail;
 mod whatif;
 mod whatif_sample;
 mod whatif_stop;
+mod whatif_time;

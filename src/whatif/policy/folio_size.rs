@@ -68,7 +68,7 @@ pub(crate) fn make(set: &Set, ctx: &Context) -> Result<Box<dyn Policy>> {
         (None, Some(t), Some(base)) if base > 0.0 => t / base,
         (None, Some(_), _) => {
             return Err(Error::Usage(
-                "folio-size: target_duration_ns needs the capture's untraced_duration_ns (meta file); pass time_scale instead".into(),
+                "folio-size: target_duration_ns needs the untraced run time of what is replayed (the meta file's untraced_duration_ns, and the whole capture: not with --time); pass time_scale instead".into(),
             ))
         }
         (None, None, _) => 1.0,
