@@ -116,6 +116,16 @@ pub struct Source {
 /// [`open`], also returning the progress bar (when one is shown) so the caller can report
 /// events/s in its message and clear it at the end, and the plain file.
 pub fn open_with_progress(path: &str) -> Result<Source> {
+    open_source(path, true)
+}
+
+/// [`open_with_progress`] without a bar: for a look at an input's first bytes (its format),
+/// which would otherwise draw a bar for a moment and leave it to the real read's to overwrite.
+pub fn open_quiet(path: &str) -> Result<Source> {
+    open_source(path, false)
+}
+
+fn open_source(path: &str, bar: bool) -> Result<Source> {
     let (raw, len, plain): (Box<dyn Read + Send>, Option<u64>, Option<File>) = if path == "-" {
         (Box::new(stdin_copy()?), None, None)
     } else {
@@ -139,7 +149,7 @@ pub fn open_with_progress(path: &str) -> Result<Source> {
             .and_then(|_| f.try_clone().ok());
         (Box::new(f), meta.map(|m| m.len()), plain)
     };
-    let pb = progress_bar(path, len);
+    let pb = progress_bar(path, len.filter(|_| bar));
     let raw: Box<dyn Read + Send> = match &pb {
         Some(pb) => Box::new(pb.wrap_read(raw)),
         None => raw,

@@ -78,11 +78,15 @@ pub enum Capture {
 /// Open `spec` and tell its format. An input whose format cannot be told is an error naming
 /// the formats tried and `--input-format`.
 pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
+    open_source(spec, opts, input::open_with_progress(&spec.path)?)
+}
+
+fn open_source(spec: &InputSpec, opts: &OpenOptions, source: input::Source) -> Result<Opened> {
     let input::Source {
         mut reader,
         progress,
         plain,
-    } = input::open_with_progress(&spec.path)?;
+    } = source;
     let format = match opts.format {
         Some(f) => f,
         None => {
@@ -103,9 +107,10 @@ pub fn open(spec: &InputSpec, opts: &OpenOptions) -> Result<Opened> {
     })
 }
 
-/// The format of `spec`, without reading further (opens and closes the input; not for `-`).
+/// The format of `spec`, without reading further (opens and closes the input, drawing no
+/// progress bar; not for `-`).
 pub fn format_of(spec: &InputSpec, opts: &OpenOptions) -> Result<Format> {
-    Ok(open(spec, opts)?.format)
+    Ok(open_source(spec, opts, input::open_quiet(&spec.path)?)?.format)
 }
 
 /// The parsers' "unknown format" error, with the first non-blank line so the user sees what

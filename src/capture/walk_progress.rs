@@ -31,8 +31,11 @@ impl Follow {
     pub fn start(pb: ProgressBar, section: u64, path: &str) -> Option<Follow> {
         let base = perf_data::bytes_walked();
         let section = section.max(1);
+        // the bar counted the bytes format detection read; from here it counts passes, with
+        // their own rate and eta (set in this order, it never shows the old position against
+        // the new length)
+        pb.reset();
         pb.set_length(section);
-        pb.set_position(0);
         let stop = Arc::new(AtomicBool::new(false));
         let (bar, done, path) = (pb.clone(), stop.clone(), path.to_string());
         let thread = std::thread::Builder::new()
