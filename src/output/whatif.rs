@@ -200,7 +200,6 @@ fn verdict_text(o: &Outcome) -> String {
     s
 }
 
-/// Terminal text of an outcome.
 /// The `--time` line of a report: what part of the capture was replayed.
 fn time_line(t: &whatif::time_range::TimeCut) -> String {
     let all = whatif::time_range::TimeRange {
@@ -213,6 +212,7 @@ fn time_line(t: &whatif::time_range::TimeCut) -> String {
     )
 }
 
+/// Terminal text of an outcome.
 pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     let mut s = String::new();
     let params: Vec<String> = o.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
