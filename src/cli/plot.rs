@@ -147,11 +147,13 @@ pub fn plot(a: PlotArgs) -> Result<()> {
                     e.utf8_error().valid_up_to()
                 ))
             })?;
-            let mut rows = whatif::rows_from_json(&text, path)?;
+            let report = whatif::report_from_json(&text, path)?;
+            let mut rows = report.rows;
             if let Some(n) = a.top {
                 rows.truncate(n);
             }
             let mut chart = whatif::WhatIfChart::new(rows);
+            chart.time = report.time;
             if let Some(t) = &a.title {
                 chart.title = t.clone();
             }

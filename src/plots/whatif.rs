@@ -10,6 +10,7 @@ use super::{tick_count, tick_value, TimeUnit, AFTER, BASE, PATCHED};
 use crate::error::{Error, Result};
 use crate::units::ratio;
 use crate::whatif::report::{Counts, Report, Row};
+use crate::whatif::time_range::TimeCut;
 
 /// The what-if chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,10 +19,18 @@ pub struct WhatIfChart {
     pub title: String,
     /// The report's rows, top first.
     pub rows: Vec<Row>,
+    /// The part of the capture replayed (`whatif --time`), named under the title: the
+    /// chart's numbers are of that part alone.
+    pub time: Option<TimeCut>,
 }
 
 /// The rows of a what-if report (`lockcast whatif --json` / `validate --json`).
 pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<Row>> {
+    Ok(report_from_json(text, source)?.rows)
+}
+
+/// A what-if report (`lockcast whatif --json` / `validate --json`) with at least one row.
+pub fn report_from_json(text: &str, source: &str) -> Result<Report> {
     let report: Report = serde_json::from_str(text).map_err(|e| {
         Error::Input(format!(
             "{source}:{}:{}: expected the JSON report of `lockcast whatif --json`: {e}",
@@ -34,7 +43,7 @@ pub fn rows_from_json(text: &str, source: &str) -> Result<Vec<Row>> {
             "{source}: the what-if report has no rows"
         )));
     }
-    Ok(report.rows)
+    Ok(report)
 }
 
 impl WhatIfChart {
@@ -48,6 +57,7 @@ impl WhatIfChart {
                 format!("What-if {policy}: measured vs predicted contention")
             },
             rows,
+            time: None,
         }
     }
 }
@@ -125,9 +135,13 @@ impl AsBars for WhatIfChart {
         };
         Bars {
             title: self.title.clone(),
-            subtitle: Some(
-                "bar = point prediction, whisker = interval; ratio = measured / predicted".into(),
-            ),
+            subtitle: Some(format!(
+                "{}bar = point prediction, whisker = interval; ratio = measured / predicted",
+                self.time
+                    .as_ref()
+                    .map(|t| format!("time {} (--time {}); ", t.range, t.spec))
+                    .unwrap_or_default()
+            )),
             keys: self.rows.iter().map(|r| lock_label(&r.lock)).collect(),
             series,
             panels: vec![

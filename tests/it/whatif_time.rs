@@ -234,3 +234,37 @@ fn whatif_time_refuses_what_it_cannot_cut() {
         assert!(o.stdout.is_empty(), "{all:?}");
     }
 }
+
+/// `plot whatif` of a part's report says which part, under its title; a whole capture's
+/// chart says nothing of the kind.
+#[test]
+fn whatif_time_is_named_on_the_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    for (time, want) in [
+        (
+            Some("40%-60%"),
+            Some("time 114.390573014..114.401607259 s (--time 40%-60%); bar = point prediction"),
+        ),
+        (None, None),
+    ] {
+        let mut args = vec!["whatif", "lru-cache", "--json", "--bootstrap", "0"];
+        let cap = capture();
+        args.push(&cap);
+        if let Some(t) = time {
+            args.extend_from_slice(&["--time", t]);
+        }
+        let o = lockcast(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let svg = dir.path().join("w.svg");
+        let p = crate::common::lockcast_stdin(
+            &["plot", "whatif", "-", "-o", svg.to_str().unwrap()],
+            &o.stdout,
+        );
+        assert!(p.status.success(), "{}", stderr(&p));
+        let text = std::fs::read_to_string(&svg).unwrap();
+        match want {
+            Some(w) => assert!(text.contains(w), "{w:?} not in the chart"),
+            None => assert!(!text.contains("--time"), "a whole capture's chart"),
+        }
+    }
+}
