@@ -38,10 +38,7 @@ pub fn render_outcome(o: &Outcome, after: Option<(&str, &Metrics)>, format: Form
                 whatif::obs_name(o.observation)
             );
             if let Some(t) = &o.time {
-                s += &format!(
-                    "time {} (`--time {}`): {} of the capture's {} replayed events\n\n",
-                    t.range, t.spec, t.events, t.of_events
-                );
+                s += &format!("{t}\n\n");
             }
             s += &outcome_sheet(o, after).markdown();
             s += &format!(
@@ -200,24 +197,12 @@ fn verdict_text(o: &Outcome) -> String {
     s
 }
 
-/// The `--time` line of a report: what part of the capture was replayed.
-fn time_line(t: &whatif::time_range::TimeCut) -> String {
-    let all = whatif::time_range::TimeRange {
-        from_ns: t.capture_from_ns,
-        to_ns: t.capture_to_ns,
-    };
-    format!(
-        "  time {} (--time {}): {} of the capture's {} replayed events, which span {}\n",
-        t.range, t.spec, t.events, t.of_events, all
-    )
-}
-
 /// Terminal text of an outcome.
 pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     let mut s = String::new();
     let params: Vec<String> = o.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     s += &format!(
-        "what-if {} {}\n  capture {}\n  lock {} (lru_lock), observation {} (from {})\n\n",
+        "what-if {} {}\n  capture {}\n  lock {} (lru_lock), observation {} (from {})\n",
         o.policy,
         params.join(" "),
         o.capture,
@@ -227,8 +212,9 @@ pub fn outcome_text(o: &Outcome, after: Option<(&str, &Metrics)>) -> String {
     );
     if let Some(t) = &o.time {
         // before the table: every number below is of this part alone
-        s.insert_str(s.len() - 1, &time_line(t));
+        s += &format!("  {t}\n");
     }
+    s += "\n";
     s += &outcome_sheet(o, after).text();
     s += &format!(
         "\n  reduction (replayed/predicted): contended {}, total wait {}\n",

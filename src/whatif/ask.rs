@@ -45,12 +45,12 @@ pub enum Answer {
 /// Answer `policy` on `capture` with the `--set` pairs `set`.
 pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
     let info = registry::find(policy)?;
-    if let (Some(spec), Engine::Work(_)) = (a.time, &info.engine) {
-        return Err(Error::Usage(format!(
-            "{policy}: --time {spec} replays part of an event trace; a work policy reads its capture directory whole"
-        )));
-    }
     if let Engine::Work(make) = info.engine {
+        if let Some(spec) = a.time {
+            return Err(Error::Usage(format!(
+                "{policy}: --time {spec} replays part of an event trace; a work policy reads its capture directory whole"
+            )));
+        }
         return Ok(Answer::Work(make(set)?.run(capture)?));
     }
     if is_table(capture)? {
@@ -123,10 +123,7 @@ pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome
     let p = registry::make_lock(policy, set, &ctx)?;
     let mut o = super::run(t, p.as_ref(), &ctx, &a.engine).map_err(|e| match (&time, e) {
         // what the part lacks is not what the capture lacks
-        (Some(c), Error::Input(m)) => Error::Input(format!(
-            "{m} (in --time {}: {} of the capture's {} replayed events, {})",
-            c.spec, c.events, c.of_events, c.range
-        )),
+        (Some(c), Error::Input(m)) => Error::Input(format!("{m} (replayed: {c})")),
         (_, e) => e,
     })?;
     o.time = time;

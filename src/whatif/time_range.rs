@@ -52,6 +52,31 @@ pub struct TimeCut {
     pub of_events: u64,
 }
 
+impl TimeCut {
+    /// The capture's own span, from its first to its last replayed event.
+    pub fn capture(&self) -> TimeRange {
+        TimeRange {
+            from_ns: self.capture_from_ns,
+            to_ns: self.capture_to_ns,
+        }
+    }
+}
+
+/// The line every report of a part gives before its numbers (text, Markdown, errors).
+impl fmt::Display for TimeCut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "time {} (--time {}): {} of the capture's {} replayed events, which span {}",
+            self.range,
+            self.spec,
+            self.events,
+            self.of_events,
+            self.capture()
+        )
+    }
+}
+
 impl TimeRange {
     /// Does the range hold a timestamp?
     pub fn holds(&self, ts: i64) -> bool {
