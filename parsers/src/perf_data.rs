@@ -147,6 +147,10 @@ pub struct Options {
     /// A data section longer than this many bytes is walked in parts side by side (the framing
     /// check, [`Reader::typed_samples`]); `None`: 16 MiB. Fuzzing sets 0 to split every input.
     pub split_above: Option<usize>,
+    /// Let the framing check release the pages it has passed even for a typed walk
+    /// ([`Reader::typed_fields`]) that follows it and would find them resident: the peak is
+    /// then not the whole data section's pages, for a reader that keeps little of it.
+    pub let_go_checked: bool,
 }
 
 impl Options {
@@ -169,6 +173,7 @@ impl Options {
             kallsyms_from: None,
             spill_above: None,
             split_above: None,
+            let_go_checked: false,
         }
     }
 }
@@ -732,8 +737,8 @@ impl<'a> Reader<'a> {
         };
         // The what-if's reader walks the data section right after the check and lets go behind
         // itself ([`Reader::typed_samples`]): the check leaves the pages for it rather than
-        // letting them go to be faulted in again at once.
-        let let_go = self.typed.is_none();
+        // letting them go to be faulted in again at once, unless told to keep the peak low.
+        let let_go = self.typed.is_none() || self.opts.let_go_checked;
         let lenient = self.opts.common.lenient;
         // a large section's framing is walked in parts side by side, and the typed walk
         // splits it where the check's parts start

@@ -360,6 +360,7 @@ impl InputOpts {
             format: lockcast::parsers::detect::Format::from_name(&self.format),
             lenient: self.lenient,
             kallsyms: self.kallsyms.clone().map(std::sync::Arc::new),
+            let_go_checked: false,
         }
     }
 }

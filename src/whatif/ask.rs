@@ -74,6 +74,7 @@ pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
             format: None,
             lenient: a.lenient,
             kallsyms: a.kallsyms.clone(),
+            let_go_checked: false,
         };
         let t = load::one_table(capture, &open)?;
         return Ok(Answer::ClosedForm(Box::new(closed_form(
@@ -101,6 +102,7 @@ impl Ask {
             format: None,
             lenient: self.lenient,
             kallsyms: self.kallsyms.clone(),
+            let_go_checked: false,
         }
     }
 }
@@ -113,7 +115,7 @@ pub fn replay(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Outcome
             a.engine.post_quantile
         )));
     }
-    let mut t = trace::read_with(capture, &a.open())?;
+    let mut t = trace::read_in(capture, &a.open(), a.time)?;
     let time = a.time.map(|spec| t.keep_time(spec)).transpose()?;
     let mut ctx = context(&t);
     if time.is_some() {

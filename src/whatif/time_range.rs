@@ -125,6 +125,21 @@ impl TimeSpec {
     }
 }
 
+impl TimeSpec {
+    /// The timestamps a `START,STOP` spec keeps in any capture (an open side: every event
+    /// before or after the other); `None` for a percent range, which depends on the
+    /// capture's span. Holds what [`TimeSpec::resolve`]'s range holds of the capture's events.
+    pub fn absolute(&self) -> Option<TimeRange> {
+        match *self {
+            TimeSpec::Between { from, to } => Some(TimeRange {
+                from_ns: from.unwrap_or(i64::MIN),
+                to_ns: to.unwrap_or(i64::MAX),
+            }),
+            TimeSpec::Percent { .. } => None,
+        }
+    }
+}
+
 impl fmt::Display for TimeSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

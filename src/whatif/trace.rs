@@ -190,6 +190,9 @@ pub struct Trace {
     /// What the rebuild needs of the whole trace, counted as the events were read; `None`
     /// when the read had to put them in order, or for a trace cut from another.
     pub survey: Option<Survey>,
+    /// The `START,STOP` range the read kept the events of ([`read_in`]), with what it saw of
+    /// all of them; `None` when it kept every event.
+    pub(crate) read_cut: Option<ReadCut>,
 }
 
 /// The tracepoints a replay reads, by full name (`system:event`); [`Trace::seen`] counts them.
@@ -246,6 +249,45 @@ fn tracked_of(name: &str) -> Option<usize> {
         .position(|n| n.strip_suffix(name).is_some_and(|sys| sys.ends_with(':')))
 }
 
+/// A `--time START,STOP` range applied while reading ([`read_in`]): only the replayed events
+/// it holds are kept, and every replayed event is counted, so [`Trace::keep_time`] reports the
+/// capture's own span and count as it does after a whole read. (A percent range needs that
+/// span before it knows what to keep: its events are cut after the read.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadCut {
+    range: TimeRange,
+    /// Replayed events read, and the first and last stamp among them.
+    events: u64,
+    first: i64,
+    last: i64,
+}
+
+impl ReadCut {
+    fn new(range: TimeRange) -> Self {
+        ReadCut {
+            range,
+            events: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+        }
+    }
+
+    /// Counts a replayed event stamped `ts`; whether it is kept.
+    #[inline]
+    fn keeps(&mut self, ts: i64) -> bool {
+        self.events += 1;
+        self.first = self.first.min(ts);
+        self.last = self.last.max(ts);
+        self.range.holds(ts)
+    }
+}
+
+/// Whether the read keeps a replayed event (counting it when it reads in a range).
+#[inline]
+fn kept(cut: &mut Option<ReadCut>, e: &MmEvent) -> bool {
+    cut.as_mut().is_none_or(|c| c.keeps(e.ts))
+}
+
 /// What reading needs to remember between events, and only then.
 #[derive(Default)]
 struct ReadState {
@@ -261,6 +303,8 @@ struct ReadState {
     lock_addrs: super::IntMap<u64, u32>,
     /// The events kept so far, counted for the rebuild.
     survey: Surveyor,
+    /// The range kept, when the read keeps one ([`read_in`]).
+    cut: Option<ReadCut>,
 }
 
 /// The integer fields each replayed tracepoint needs, asked of readers that decode them from
@@ -293,6 +337,7 @@ impl Trace {
             with_callchain: 0,
             discards: Vec::new(),
             survey: None,
+            read_cut: None,
         }
     }
 
@@ -344,6 +389,7 @@ impl Trace {
             with_callchain: self.with_callchain,
             discards: self.discards.clone(),
             survey: None,
+            read_cut: None,
         }
     }
 
@@ -369,9 +415,16 @@ impl Trace {
     /// capture's: they say which events it was recorded with, not how many fell in the range.
     /// An error when no event is left, naming the capture's own span.
     pub fn keep_time(&mut self, spec: TimeSpec) -> Result<TimeCut> {
-        let of_events = self.events.len() as u64;
-        let span = self.events.iter().fold(None, |acc: Option<(i64, i64)>, e| {
-            Some(acc.map_or((e.ts, e.ts), |(a, b)| (a.min(e.ts), b.max(e.ts))))
+        // cut while reading (`read_in`): what the read counted of every replayed event
+        let read = self
+            .read_cut
+            .filter(|c| c.events > 0)
+            .map(|c| (c.events, (c.first, c.last)));
+        let of_events = read.map_or(self.events.len() as u64, |r| r.0);
+        let span = read.map(|r| r.1).or_else(|| {
+            self.events.iter().fold(None, |acc: Option<(i64, i64)>, e| {
+                Some(acc.map_or((e.ts, e.ts), |(a, b)| (a.min(e.ts), b.max(e.ts))))
+            })
         });
         let Some((first, last)) = span else {
             return Err(Error::Input(format!(
@@ -380,7 +433,9 @@ impl Trace {
             )));
         };
         let range = spec.resolve(first, last);
-        self.events.retain(|e| range.holds(e.ts));
+        if read.is_none() {
+            self.events.retain(|e| range.holds(e.ts));
+        }
         if self.events.is_empty() {
             return Err(Error::Usage(format!(
                 "{}: --time {spec}: no event to replay in {range}; the capture's events span {}",
@@ -393,7 +448,10 @@ impl Trace {
         }
         // the rest of the run holds what is kept, not the whole read's capacity
         self.events.shrink_to_fit();
-        self.survey = None;
+        if read.is_none() {
+            // counted over every event; one cut while reading counted the kept ones
+            self.survey = None;
+        }
         Ok(TimeCut {
             spec: spec.to_string(),
             range,
@@ -435,12 +493,31 @@ pub fn read(path: &str, lenient: bool) -> Result<Trace> {
 
 /// [`read`] with the capture's open options (`--kallsyms` for perf.data call chains).
 pub fn read_with(path: &str, opts: &capture::OpenOptions) -> Result<Trace> {
+    read_in(path, opts, None)
+}
+
+/// [`read_with`] for a `--time` replay: a `START,STOP` range keeps only its events while the
+/// capture is read, so the events outside it never take memory (a 1 GB recording's events are
+/// ~340 MiB, a fifth of it ~70); [`Trace::keep_time`] then reports the cut. A percent range
+/// reads every event (its ends are of the replayed events' span) and is cut after the read.
+pub fn read_in(path: &str, opts: &capture::OpenOptions, time: Option<TimeSpec>) -> Result<Trace> {
     let path = &crate::input::resolve_dir(path);
     let spec = InputSpec {
         path: path.to_string(),
         block: None,
     };
-    read_opened(path, capture::open(&spec, opts)?, Some(SCRIPT_PIECE_BYTES))
+    let cut = time.and_then(|t| t.absolute()).map(ReadCut::new);
+    // what is kept of a part is small beside the file: its pages are let go as soon as passed
+    let opts = capture::OpenOptions {
+        let_go_checked: time.is_some(),
+        ..opts.clone()
+    };
+    read_opened(
+        path,
+        capture::open(&spec, &opts)?,
+        Some(SCRIPT_PIECE_BYTES),
+        cut,
+    )
 }
 
 /// The pieces [`read_script`] cuts `perf script` text into: a quarter of the ingest's, as
@@ -572,12 +649,21 @@ impl Drop for StopOnDrop<'_> {
 /// [`read_with`] of an opened capture; `pieces`: `perf script` text is read in pieces of
 /// about this many bytes ([`read_script`]), `None`: with its event reader, as every other
 /// format (the two agree; a test compares them).
-fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Result<Trace> {
+fn read_opened(
+    path: &str,
+    opened: capture::Opened,
+    pieces: Option<usize>,
+    cut: Option<ReadCut>,
+) -> Result<Trace> {
     let mut t = Trace::empty(path);
     t.meta = read_meta(path);
-    let mut st = ReadState::default();
+    let mut st = ReadState {
+        cut,
+        ..ReadState::default()
+    };
     if let (Format::PerfScript, Some(bytes)) = (opened.format, pieces) {
         t.skipped_lines = read_script(path, opened, bytes, &mut t, &mut st)?;
+        t.read_cut = st.cut;
         return finish(t, st.survey, false);
     }
     let mut rd = opened.events("a replay")?;
@@ -620,7 +706,9 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
                     };
                     let typed = all.typed[s.event as usize].then(|| x.values());
                     if let Some(e) = event_of(path, &ev, typed, t, &mut st)? {
-                        survey.push(&mut t.events, e)?;
+                        if kept(&mut st.cut, &e) {
+                            survey.push(&mut t.events, e)?;
+                        }
                     }
                 }
                 Ok(())
@@ -664,6 +752,7 @@ fn read_opened(path: &str, opened: capture::Opened, pieces: Option<usize>) -> Re
         }
         t.header = Some(h.clone());
     }
+    t.read_cut = st.cut;
     finish(t, st.survey, in_order)
 }
 
@@ -735,7 +824,9 @@ fn read_script(
 /// counted as they were read; `in_order`: the events are known to be in time order already.
 fn finish(mut t: Trace, survey: Surveyor, in_order: bool) -> Result<Trace> {
     let path = &t.path;
-    if t.events.is_empty() {
+    // a range that kept none of the events read: `Trace::keep_time` says so, with their span
+    let cut_all = t.read_cut.is_some_and(|c| c.events > 0);
+    if t.events.is_empty() && !cut_all {
         return Err(Error::Input(format!(
             "{path}: no kmem:mm_page_alloc, pagemap:mm_lru_insertion, kmem:mm_page_free or lock:contention_* events; \
              see `lockcast whatif --help` for the capture recipe"
@@ -808,8 +899,10 @@ fn add_event(
     st: &mut ReadState,
 ) -> Result<()> {
     if let Some(ev) = event_of(path, e, typed, t, st)? {
-        st.survey.add(&ev);
-        t.events.push(ev);
+        if kept(&mut st.cut, &ev) {
+            st.survey.add(&ev);
+            t.events.push(ev);
+        }
     }
     Ok(())
 }
@@ -1105,6 +1198,75 @@ fn read_meta(path: &str) -> HashMap<String, String> {
 mod tests {
     use super::*;
 
+    /// A `START,STOP` range kept while reading ([`read_in`]) gives what the whole read cut
+    /// after it gives: the same events, interned names, counts, survey and [`TimeCut`] (the
+    /// capture's span and event count included), or the same error. For each way a capture is
+    /// read: `perf script` text in pieces, a perf.data file walked in one pass (gzip), one of
+    /// compressed records and a pipe-mode one (both the record reader's).
+    #[test]
+    fn a_range_kept_while_reading_is_the_range_cut_after_the_read() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        for rel in [
+            "fixtures/replay/micro-16K-r1",
+            "fixtures/perfdata/micro-16K-replay",
+            "fixtures/perfdata/micro-16K-z",
+            "fixtures/perfdata/micro-16K-pipe",
+        ] {
+            let path = format!("{root}/{rel}");
+            let whole = read(&path, false).expect("bundled capture reads");
+            let (first, last) = (whole.events[0].ts, whole.events[whole.events.len() - 1].ts);
+            let q = (last - first) / 4;
+            let specs = [
+                (Some(first + q), Some(first + 2 * q)),
+                (None, Some(first + q)),
+                (Some(last - q), None),
+                (Some(first), Some(last)),
+                (None, None),
+                // none kept: the error names the capture's span
+                (Some(last + 1), None),
+            ];
+            for (from, to) in specs {
+                let spec = TimeSpec::Between { from, to };
+                let mut after = read(&path, false).expect("bundled capture reads");
+                let want = after.keep_time(spec);
+                let opts = capture::OpenOptions::default();
+                let during = read_in(&path, &opts, Some(spec));
+                let (mut during, want) = match (during, want) {
+                    (Ok(t), w) => (t, w),
+                    (Err(e), w) => panic!("{rel} --time {spec}: {e} (after the read: {w:?})"),
+                };
+                let got = during.keep_time(spec);
+                match (&want, &got) {
+                    (Ok(w), Ok(g)) => {
+                        assert_eq!(w, g, "{rel} --time {spec}");
+                        assert_eq!(g.of_events, whole.events.len() as u64);
+                    }
+                    (Err(w), Err(g)) => {
+                        assert_eq!(w.to_string(), g.to_string(), "{rel} --time {spec}");
+                        continue;
+                    }
+                    _ => panic!("{rel} --time {spec}: {want:?} after the read, {got:?} while"),
+                }
+                assert!(during.read_cut.is_some(), "{rel}: the read kept the range");
+                assert_eq!(after.events, during.events, "{rel} --time {spec}");
+                let kept = whole
+                    .events
+                    .iter()
+                    .filter(|e| from.is_none_or(|f| e.ts >= f) && to.is_none_or(|t| e.ts <= t));
+                assert_eq!(during.events.len(), kept.count(), "{rel} --time {spec}");
+                assert_eq!(after.locks, during.locks);
+                assert_eq!(after.sites, during.sites);
+                assert_eq!(after.seen, during.seen);
+                assert_eq!(after.discards, during.discards);
+                assert_eq!(after.other_events, during.other_events);
+                assert_eq!(after.slowpath_seen, during.slowpath_seen);
+                after.ensure_survey();
+                during.ensure_survey();
+                assert_eq!(after.survey, during.survey, "{rel} --time {spec}");
+            }
+        }
+    }
+
     /// Events of every kind the survey tells apart, on a few CPUs and tasks, in time order.
     fn made_up_events(n: usize) -> Vec<MmEvent> {
         let mut rng = crate::stats::Rng::new(7);
@@ -1279,7 +1441,7 @@ mod tests {
                 let opened = capture::open(&spec, &opts).expect("opens");
                 assert_eq!(opened.format, Format::PerfScript);
                 // the meta file's keys in order (a HashMap's Debug order is random)
-                read_opened(&path, opened, pieces).map(|mut t| {
+                read_opened(&path, opened, pieces, None).map(|mut t| {
                     let meta: std::collections::BTreeMap<_, _> =
                         std::mem::take(&mut t.meta).into_iter().collect();
                     format!("{t:?} {meta:?}")
