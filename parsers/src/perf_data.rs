@@ -86,7 +86,7 @@ pub mod tracing;
 mod typed;
 mod view;
 
-pub use bulk::{InOrder, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
+pub use bulk::{InOrder, Place, Sampled, TypedParts, TypedSample, TypedSamples, NO_PAYLOAD};
 pub use bytes::bytes_walked;
 pub use deferred::Deferred;
 

@@ -520,6 +520,11 @@ pub fn read_in(path: &str, opts: &capture::OpenOptions, time: Option<TimeSpec>) 
     )
 }
 
+/// How many samples the one-pass read turns into events between looks for a walked part it
+/// has passed and can let go of
+/// ([`lockcast_parsers::perf_data::TypedParts::let_go_passed`]): a look costs a few compares.
+const LET_GO_EVERY: usize = 1 << 16;
+
 /// The pieces [`read_script`] cuts `perf script` text into: a quarter of the ingest's, as
 /// two are in memory at a time beside the capture's events. With the ingest's 8 MiB the peak
 /// of a what-if of a 248 k-line capture rose from 31 to 43 MiB; with 2 MiB to 33-35 MiB, and
@@ -682,36 +687,55 @@ fn read_opened(
                 Prefault::follow(vec![prefault::spare(&t.events, all.len())], prefault::AHEAD);
             let tracked: Vec<Option<usize>> =
                 all.events.iter().map(|(_, n)| tracked_of(n)).collect();
-            // each sample's frames' symbols, into one vector again and again
-            let (mut recent, mut symbols) = (Recent::default(), Vec::new());
+            let mut all = all;
+            let mut recent = Recent::default();
             st.survey = follow_survey(&mut t, |t, survey| {
-                for (i, x) in all.iter().enumerate() {
-                    if i % 4096 == 0 {
-                        progress[0].at(&t.events);
-                        survey.at(&t.events);
-                    }
-                    let s = x.sample;
-                    let (_, name) = &all.events[s.event as usize];
-                    all.chain_symbols(x.chain(), &mut recent, &mut symbols);
-                    let ev = Ev {
-                        tracked: tracked[s.event as usize],
-                        line: x.line,
-                        ts_ns: Some(s.ts_ns),
-                        ts_res_ns: 1,
-                        cpu: s.cpu(),
-                        tid: s.tid,
-                        name,
-                        payload: x.payload(),
-                        callchain: Chain::Symbols(&symbols),
+                // The samples are let go of part by part as this pass leaves each behind
+                // (`let_go_passed`, looked at every `LET_GO_EVERY` samples), so the walk's
+                // output and the events are not both whole at the end of the read.
+                let (mut i, mut place) = (0usize, None);
+                loop {
+                    let mut it = match place.take() {
+                        None => all.iter(),
+                        Some(p) => all.resume(p),
                     };
-                    let typed = all.typed[s.event as usize].then(|| x.values());
-                    if let Some(e) = event_of(path, &ev, typed, t, &mut st)? {
-                        if kept(&mut st.cut, &e) {
-                            survey.push(&mut t.events, e)?;
+                    // each sample's frames' symbols, into one vector again and again
+                    let mut symbols = Vec::new();
+                    let stop = i + LET_GO_EVERY;
+                    while i < stop {
+                        let Some(x) = it.next() else {
+                            return Ok(());
+                        };
+                        if i % 4096 == 0 {
+                            progress[0].at(&t.events);
+                            survey.at(&t.events);
+                        }
+                        i += 1;
+                        let s = x.sample;
+                        let (_, name) = &all.events[s.event as usize];
+                        all.chain_symbols(x.chain(), &mut recent, &mut symbols);
+                        let ev = Ev {
+                            tracked: tracked[s.event as usize],
+                            line: x.line,
+                            ts_ns: Some(s.ts_ns),
+                            ts_res_ns: 1,
+                            cpu: s.cpu(),
+                            tid: s.tid,
+                            name,
+                            payload: x.payload(),
+                            callchain: Chain::Symbols(&symbols),
+                        };
+                        let typed = all.typed[s.event as usize].then(|| x.values());
+                        if let Some(e) = event_of(path, &ev, typed, t, &mut st)? {
+                            if kept(&mut st.cut, &e) {
+                                survey.push(&mut t.events, e)?;
+                            }
                         }
                     }
+                    let p = it.place();
+                    all.let_go_passed(&p);
+                    place = Some(p);
                 }
-                Ok(())
             })?;
             prefault.finish();
             prefault::trim(&t.events);

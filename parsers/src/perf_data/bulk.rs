@@ -426,6 +426,89 @@ impl TypedParts {
     }
 }
 
+/// Where a [`TypedParts::iter`] has got to, to go on from ([`TypedParts::resume`]) once the
+/// parts it has passed are let go ([`TypedParts::let_go_passed`]).
+#[derive(Debug)]
+pub struct Place {
+    cursors: Vec<((u64, usize, u32), u32)>,
+    cur: usize,
+    part: usize,
+    stretch: u32,
+    at: u32,
+    end: u32,
+    bound: (u64, usize, u32),
+    line: u64,
+}
+
+impl TypedParts {
+    /// The samples from `p` on, as the iterator `p` was taken from would have gone on.
+    pub fn resume(&self, p: Place) -> InOrder<'_> {
+        let (samples, stretches): (&[TypedSample], &[(u32, u32, u32)]) =
+            match self.parts.get(p.part) {
+                Some((part, runs)) if p.cur != usize::MAX => (
+                    &part.samples,
+                    match runs {
+                        Runs::Sorted => &[],
+                        Runs::ByCpu { stretches, .. } => stretches,
+                    },
+                ),
+                _ => (&[], &[]),
+            };
+        InOrder {
+            parts: &self.parts,
+            cursors: p.cursors,
+            cur: p.cur,
+            part: p.part,
+            samples,
+            stretches,
+            stretch: p.stretch,
+            at: p.at,
+            end: p.end,
+            bound: p.bound,
+            line: p.line,
+        }
+    }
+
+    /// Lets go of the samples, typed values, payloads and call chains of every part the
+    /// iterator at `at` has passed (none of its runs has a sample left to give), so a reader
+    /// turning samples into its own records holds the walk's whole output only at the start.
+    /// The parts are in file order and each is mostly before the next in time, so the first
+    /// goes about halfway through. What was let go is not read again: [`TypedParts::len`]
+    /// counts only what is left.
+    pub fn let_go_passed(&mut self, at: &Place) {
+        for (p, (part, _)) in self.parts.iter_mut().enumerate() {
+            // a run with samples left has its cursor's place (the current run: where it was
+            // taken up), an exhausted one NO_NEXT
+            let live = at
+                .cursors
+                .iter()
+                .any(|&((_, q, i), _)| q == p && i != NO_NEXT);
+            if !live && !part.samples.is_empty() {
+                part.samples = Vec::new();
+                part.values = Vec::new();
+                part.payloads = Vec::new();
+                part.chains = Vec::new();
+            }
+        }
+    }
+}
+
+impl InOrder<'_> {
+    /// Where it has got to ([`TypedParts::resume`]).
+    pub fn place(self) -> Place {
+        Place {
+            cursors: self.cursors,
+            cur: self.cur,
+            part: self.part,
+            stretch: self.stretch,
+            at: self.at,
+            end: self.end,
+            bound: self.bound,
+            line: self.line,
+        }
+    }
+}
+
 /// [`TypedParts::iter`].
 #[derive(Debug)]
 pub struct InOrder<'a> {
@@ -1213,7 +1296,7 @@ mod tests {
                 .collect(),
             ..TypedSamples::default()
         };
-        let (mut linked, mut sorted) = (0, 0);
+        let (mut linked, mut sorted, mut let_go_early) = (0, 0, 0);
         for round in 0..200 {
             let cpus = 1 + rand(3) as u32;
             let mut last = vec![100i64; cpus as usize];
@@ -1287,10 +1370,53 @@ mod tests {
                 .collect();
             let w: Vec<(i64, i32, u64)> = want.iter().map(|w| (w.0, w.2, w.3)).collect();
             assert_eq!(j, w, "round {round}");
+            // taken up again every few samples, the parts passed let go of in between: the
+            // same samples, lines and payloads (a part let go of too soon has none to give),
+            // and at the end only the part read last is left
+            let mut all = all;
+            let every = 1 + rand(5) as usize;
+            let (mut got, mut place) = (Vec::new(), None);
+            loop {
+                let mut it = match place.take() {
+                    None => all.iter(),
+                    Some(p) => all.resume(p),
+                };
+                let before = got.len();
+                for x in it.by_ref().take(every) {
+                    got.push((
+                        x.sample.ts_ns,
+                        x.sample.tid,
+                        x.line,
+                        x.payload().to_string(),
+                    ));
+                }
+                let p = it.place();
+                let left = all.len();
+                all.let_go_passed(&p);
+                if all.len() < left && !all.is_empty() {
+                    let_go_early += 1;
+                }
+                if got.len() < before + every {
+                    break;
+                }
+                place = Some(p);
+            }
+            let w: Vec<(i64, i32, u64, String)> =
+                want.iter().map(|w| (w.0, w.2, w.3, w.4.clone())).collect();
+            assert_eq!(got, w, "round {round}, every {every}");
+            let kept = all.parts.iter().filter(|p| !p.0.samples.is_empty()).count();
+            assert!(
+                kept <= 1,
+                "round {round}: {kept} parts kept at the end, the last at most"
+            );
         }
         assert!(
             linked > 100 && sorted > 20,
             "both orders met: {linked} linked, {sorted} sorted"
+        );
+        assert!(
+            let_go_early > 50,
+            "parts let go of before the end: {let_go_early}"
         );
     }
 
