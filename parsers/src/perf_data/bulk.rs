@@ -321,6 +321,11 @@ impl TypedParts {
         });
     }
 
+    /// Every sample left, part by part in file order, not in time order ([`TypedParts::iter`]).
+    pub fn unordered(&self) -> impl Iterator<Item = &TypedSample> + '_ {
+        self.parts.iter().flat_map(|p| p.0.samples.iter())
+    }
+
     /// How many samples.
     pub fn len(&self) -> usize {
         self.parts.iter().map(|p| p.0.samples.len()).sum()
