@@ -417,7 +417,8 @@ impl Trace {
     /// rebuild, the calibration and the replays then see that part of the capture alone. The
     /// counts of what the capture holds ([`Trace::seen`], [`Trace::discards`]) stay the whole
     /// capture's: they say which events it was recorded with, not how many fell in the range.
-    /// An error when no event is left, naming the capture's own span.
+    /// An error when no event is left, naming the capture's own span. A trace read with
+    /// [`read_in`] is cut with the spec it was read with.
     pub fn keep_time(&mut self, spec: TimeSpec) -> Result<TimeCut> {
         // cut while reading (`read_in`): what the read counted of every replayed event
         let read = self
@@ -442,6 +443,10 @@ impl Trace {
         if !exact {
             self.events.retain(|e| range.holds(e.ts));
         }
+        debug_assert!(
+            self.events.iter().all(|e| range.holds(e.ts)),
+            "read with another range than {spec}"
+        );
         if self.events.is_empty() {
             return Err(Error::Usage(format!(
                 "{}: --time {spec}: no event to replay in {range}; the capture's events span {}",
