@@ -139,7 +139,7 @@ impl AsBars for WhatIfChart {
                 "{}bar = point prediction, whisker = interval; ratio = measured / predicted",
                 self.time
                     .as_ref()
-                    .map(|t| format!("time {} (--time {}); ", t.range, t.spec))
+                    .map(|t| format!("{}; ", t.label()))
                     .unwrap_or_default()
             )),
             keys: self.rows.iter().map(|r| lock_label(&r.lock)).collect(),

@@ -70,13 +70,7 @@ pub fn ask(policy: &str, capture: &str, set: &Set, a: &Ask) -> Result<Answer> {
                 with.join(", ")
             )));
         };
-        let open = OpenOptions {
-            format: None,
-            lenient: a.lenient,
-            kallsyms: a.kallsyms.clone(),
-            let_go_checked: false,
-        };
-        let t = load::one_table(capture, &open)?;
+        let t = load::one_table(capture, &a.open())?;
         return Ok(Answer::ClosedForm(Box::new(closed_form(
             policy, &t.name, &t.rows, set,
         )?)));

@@ -53,6 +53,12 @@ pub struct TimeCut {
 }
 
 impl TimeCut {
+    /// `time A..B s (--time SPEC)`: the part, as the report's line and the chart's subtitle
+    /// begin.
+    pub fn label(&self) -> String {
+        format!("time {} (--time {})", self.range, self.spec)
+    }
+
     /// The capture's own span, from its first to its last replayed event.
     pub fn capture(&self) -> TimeRange {
         TimeRange {
@@ -67,9 +73,8 @@ impl fmt::Display for TimeCut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "time {} (--time {}): {} of the capture's {} replayed events, which span {}",
-            self.range,
-            self.spec,
+            "{}: {} of the capture's {} replayed events, which span {}",
+            self.label(),
             self.events,
             self.of_events,
             self.capture()
@@ -123,9 +128,7 @@ impl TimeSpec {
             }
         }
     }
-}
 
-impl TimeSpec {
     /// The timestamps a `START,STOP` spec keeps in any capture (an open side: every event
     /// before or after the other); `None` for a percent range, which depends on the
     /// capture's span. Holds what [`TimeSpec::resolve`]'s range holds of the capture's events.

@@ -190,8 +190,8 @@ pub struct Trace {
     /// What the rebuild needs of the whole trace, counted as the events were read; `None`
     /// when the read had to put them in order, or for a trace cut from another.
     pub survey: Option<Survey>,
-    /// The `START,STOP` range the read kept the events of ([`read_in`]), with what it saw of
-    /// all of them; `None` when it kept every event.
+    /// The `--time` range the read kept the events of ([`read_in`]), with what it saw of all
+    /// of them; `None` when it kept every event.
     pub(crate) read_cut: Option<ReadCut>,
 }
 
@@ -421,12 +421,9 @@ impl Trace {
     /// [`read_in`] is cut with the spec it was read with.
     pub fn keep_time(&mut self, spec: TimeSpec) -> Result<TimeCut> {
         // cut while reading (`read_in`): what the read counted of every replayed event
-        let read = self
-            .read_cut
-            .filter(|c| c.events > 0)
-            .map(|c| (c.events, (c.first, c.last)));
-        let of_events = read.map_or(self.events.len() as u64, |r| r.0);
-        let span = read.map(|r| r.1).or_else(|| {
+        let read = self.read_cut.filter(|c| c.events > 0);
+        let of_events = read.map_or(self.events.len() as u64, |c| c.events);
+        let span = read.map(|c| (c.first, c.last)).or_else(|| {
             self.events.iter().fold(None, |acc: Option<(i64, i64)>, e| {
                 Some(acc.map_or((e.ts, e.ts), |(a, b)| (a.min(e.ts), b.max(e.ts))))
             })
@@ -439,7 +436,7 @@ impl Trace {
         };
         let range = spec.resolve(first, last);
         // kept while reading: the part itself, or a range around it
-        let exact = self.read_cut.is_some_and(|c| c.exact && c.events > 0);
+        let exact = read.is_some_and(|c| c.exact);
         if !exact {
             self.events.retain(|e| range.holds(e.ts));
         }
@@ -538,15 +535,13 @@ pub fn read_in(path: &str, opts: &capture::OpenOptions, time: Option<TimeSpec>) 
 /// madvise and a syscall exit may not be). So the span's first event is between the first
 /// tracked sample and the first sure one, its last between the last sure one and the last
 /// tracked one, and a percent range's ends grow with both: resolved with the low pair and
-/// the high pair, they bound the part. `None` for a `START,STOP` spec or without a sure sample.
+/// the high pair, they bound the part. `None` without a sure sample. (A `START,STOP` spec
+/// needs no bounds: [`TimeSpec::absolute`].)
 fn percent_bounds(
     all: &lockcast_parsers::perf_data::TypedParts,
     tracked: &[Option<usize>],
     spec: TimeSpec,
 ) -> Option<TimeRange> {
-    if spec.absolute().is_some() {
-        return None;
-    }
     let sure = |i: usize| matches!(i, T_INSERT | T_FREE | T_BEGIN | T_END | T_ENTER_MUNMAP);
     let (mut any, mut certain) = ((i64::MAX, i64::MIN), (i64::MAX, i64::MIN));
     for s in all.unordered() {
@@ -901,8 +896,8 @@ fn read_script(
 fn finish(mut t: Trace, survey: Surveyor, in_order: bool) -> Result<Trace> {
     let path = &t.path;
     // a range that kept none of the events read: `Trace::keep_time` says so, with their span
-    let cut_all = t.read_cut.is_some_and(|c| c.events > 0);
-    if t.events.is_empty() && !cut_all {
+    let counted = t.read_cut.is_some_and(|c| c.events > 0);
+    if t.events.is_empty() && !counted {
         return Err(Error::Input(format!(
             "{path}: no kmem:mm_page_alloc, pagemap:mm_lru_insertion, kmem:mm_page_free or lock:contention_* events; \
              see `lockcast whatif --help` for the capture recipe"

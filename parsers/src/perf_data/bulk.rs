@@ -477,8 +477,8 @@ impl TypedParts {
     /// Lets go of the samples, typed values, payloads and call chains of every part the
     /// iterator at `at` has passed (none of its runs has a sample left to give), so a reader
     /// turning samples into its own records holds the walk's whole output only at the start.
-    /// The parts are in file order and each is mostly before the next in time, so the first
-    /// goes about halfway through. What was let go is not read again: [`TypedParts::len`]
+    /// The parts are in file order and each is mostly before the next in time, so a part
+    /// goes once the pass is past the start of the next. What was let go is not read again: [`TypedParts::len`]
     /// counts only what is left.
     pub fn let_go_passed(&mut self, at: &Place) {
         for (p, (part, _)) in self.parts.iter_mut().enumerate() {
